@@ -1,0 +1,30 @@
+"""Reference implementations of cnet's ops: pure PyTorch, each with an explicit Wirtinger backward.
+
+These are the oracles every backend is compared with (``cnet.core.testing``). Call them directly to bypass
+dispatch; ``cnet.core.ops.<name>`` dispatches to the best backend. ``EXAMPLES`` maps op names to small
+example-input factories ``(dtype, device, seed) -> (args, kwargs)`` used by ``cnet check-op``.
+"""
+
+from cnet.core.ops.reference import attention, elementwise, fourier, linear, loss, norm, rotary
+from cnet.core.ops.reference.attention import born_attention
+from cnet.core.ops.reference.elementwise import cgelu, complex_dropout, hadamard
+from cnet.core.ops.reference.fourier import causal_dft, dft, idft
+from cnet.core.ops.reference.linear import embedding, linear
+from cnet.core.ops.reference.loss import born_cross_entropy
+from cnet.core.ops.reference.norm import token_norm
+from cnet.core.ops.reference.rotary import rotary
+
+__all__ = [
+    "dft", "idft", "causal_dft",
+    "hadamard", "cgelu", "complex_dropout",
+    "token_norm",
+    "rotary",
+    "born_attention",
+    "born_cross_entropy",
+    "linear", "embedding",
+]
+
+EXAMPLES = {}
+for _mod in (attention, elementwise, fourier, linear, loss, norm, rotary):
+    EXAMPLES.update(_mod.EXAMPLES)
+del _mod

@@ -1,0 +1,88 @@
+"""The plugin manager: built-in plugins first, then the entry-point group ``cnet``.
+
+``CNET_DISABLE_PLUGIN_AUTOLOAD=1`` skips the entry points (only the built-ins of cnet-core load), which gives a
+bare, reproducible registry for tests. A plugin that fails to import is reported with a warning and skipped.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import logging
+import os
+import threading
+from dataclasses import dataclass
+
+import pluggy
+
+from cnet.core import hookspecs
+from cnet.core.registry import NameRegistry, OpRegistry
+
+__all__ = ["DEFAULT_PLUGINS", "Registries", "plugin_manager", "registries", "reset"]
+
+log = logging.getLogger("cnet.core.plugins")
+
+DEFAULT_PLUGINS: tuple[str, ...] = ("cnet.core.builtin",)
+
+_LOCK = threading.RLock()
+_STATE: dict[str, object] = {}
+
+
+@dataclass
+class Registries:
+    """Everything the plugins registered.
+
+    Attributes:
+        ops: :class:`OpRegistry`.
+        models, datasets, commands: :class:`NameRegistry` objects.
+        failed: ``{entry point name: error text}`` for plugins that could not be loaded.
+    """
+
+    ops: OpRegistry
+    models: NameRegistry
+    datasets: NameRegistry
+    commands: NameRegistry
+    failed: dict[str, str]
+
+
+def plugin_manager() -> pluggy.PluginManager:
+    """The process-wide :class:`pluggy.PluginManager` (created on first use)."""
+    with _LOCK:
+        if "pm" not in _STATE:
+            pm = pluggy.PluginManager("cnet")
+            pm.add_hookspecs(hookspecs)
+            for modname in DEFAULT_PLUGINS:
+                pm.register(importlib.import_module(modname), name=modname)
+            failed: dict[str, str] = {}
+            if os.environ.get("CNET_DISABLE_PLUGIN_AUTOLOAD", "") not in {"1", "true", "True", "yes"}:
+                for ep in importlib.metadata.entry_points(group="cnet"):
+                    if pm.get_plugin(ep.name) is not None:
+                        continue
+                    try:
+                        pm.register(ep.load(), name=ep.name)
+                    except Exception as exc:  # a broken third-party plugin must not take cnet down
+                        failed[ep.name] = f"{type(exc).__name__}: {exc}"
+                        log.warning("cnet: plugin %r (%s) failed to load: %s", ep.name, ep.value, exc)
+            _STATE["pm"], _STATE["failed"] = pm, failed
+        return _STATE["pm"]  # type: ignore[return-value]
+
+
+def registries() -> Registries:
+    """Call every registration hook once and return the filled :class:`Registries` (cached)."""
+    with _LOCK:
+        if "reg" not in _STATE:
+            pm = plugin_manager()
+            reg = Registries(OpRegistry(), NameRegistry("model"), NameRegistry("dataset"), NameRegistry("command"),
+                             dict(_STATE["failed"]))  # type: ignore[arg-type]
+            pm.hook.cnet_register_ops(ops=reg.ops)
+            pm.hook.cnet_register_models(models=reg.models)
+            pm.hook.cnet_register_datasets(datasets=reg.datasets)
+            pm.hook.cnet_register_commands(commands=reg.commands)
+            _STATE["reg"] = reg
+        return _STATE["reg"]  # type: ignore[return-value]
+
+
+def reset() -> None:
+    """Forget the plugin manager and registries; the next use reloads them (reads the environment again)."""
+    with _LOCK:
+        _STATE.clear()
