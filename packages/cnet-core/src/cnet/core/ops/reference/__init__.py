@@ -5,7 +5,8 @@ dispatch; ``cnet.core.ops.<name>`` dispatches to the best backend. ``EXAMPLES`` 
 example-input factories ``(dtype, device, seed) -> (args, kwargs)`` used by ``cnet check-op``.
 """
 
-from cnet.core.ops.reference import attention, elementwise, fourier, linear, loss, norm, rotary
+import importlib
+
 from cnet.core.ops.reference.attention import born_attention
 from cnet.core.ops.reference.elementwise import cgelu, complex_dropout, hadamard
 from cnet.core.ops.reference.fourier import causal_dft, dft, idft
@@ -25,6 +26,6 @@ __all__ = [
 ]
 
 EXAMPLES = {}
-for _mod in (attention, elementwise, fourier, linear, loss, norm, rotary):
-    EXAMPLES.update(_mod.EXAMPLES)
+for _mod in ("attention", "elementwise", "fourier", "linear", "loss", "norm", "rotary"):
+    EXAMPLES.update(importlib.import_module(f"cnet.core.ops.reference.{_mod}").EXAMPLES)
 del _mod

@@ -1,0 +1,5 @@
+"""PLACEHOLDER: being written by a helper."""
+
+BornAttention = None
+
+MultiheadBornAttention = None

@@ -1,0 +1,7 @@
+"""PLACEHOLDER: being written by a helper."""
+
+CausalFourierMix = None
+
+FourierMix = None
+
+TriangFourier = None

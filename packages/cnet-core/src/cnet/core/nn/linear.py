@@ -1,0 +1,9 @@
+"""PLACEHOLDER: being written by a helper."""
+
+CEmbedding = None
+
+Embedding = None
+
+Linear = None
+
+TokenwiseLinear = None

@@ -1,0 +1,5 @@
+"""PLACEHOLDER: being written by a helper."""
+
+RotaryEmbed = None
+
+RotaryEmbedding = None

@@ -1,0 +1,1 @@
+"""cnet-hub plugin (placeholder)."""

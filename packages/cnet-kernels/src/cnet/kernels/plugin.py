@@ -1,0 +1,1 @@
+"""cnet-kernels plugin (placeholder)."""

@@ -1,0 +1,1 @@
+"""cnet-models plugin (placeholder)."""
