@@ -50,7 +50,7 @@ def _outputs(res) -> list[torch.Tensor]:
 
 def _probe_loss(outs: Sequence[torch.Tensor], probes: Sequence[torch.Tensor]) -> torch.Tensor:
     total = 0.0
-    for o, w in zip(outs, probes):
+    for o, w in zip(outs, probes, strict=False):
         if o.is_complex():
             total = total + (w.conj() * o).real.sum()
         elif o.is_floating_point():
@@ -103,7 +103,7 @@ def gradcheck(fn: Callable, args: Sequence, kwargs: dict | None = None, *, eps: 
         leaves = [a.clone().requires_grad_(True) if i in idx else a for i, a in enumerate(args)]
         loss = _probe_loss(_outputs(fn(*leaves, **kwargs)), probes)
         grads = torch.autograd.grad(loss, [leaves[i] for i in idx], allow_unused=True)
-        for i, g in zip(idx, grads):
+        for i, g in zip(idx, grads, strict=False):
             a = args[i]
             g = torch.zeros_like(a) if g is None else g
             fd = torch.zeros_like(a)
@@ -160,15 +160,15 @@ def check_parity(candidate: Callable, reference: Callable, args: Sequence, kwarg
         outs = _outputs(fn(*leaves, **kwargs))
         if probes is None:
             probes = [p.to(o.dtype if o.is_complex() else torch.complex64 if o.dtype != torch.float64
-                           else torch.complex128) for p, o in zip(_make_probes(outs, gen), outs)]
+                           else torch.complex128) for p, o in zip(_make_probes(outs, gen), outs, strict=False)]
         loss = _probe_loss(outs, probes)
         grads = torch.autograd.grad(loss, [leaves[i] for i in idx], allow_unused=True) if idx else []
         results.append(([o.detach() for o in outs], list(grads)))
     failures: list[str] = []
     worst = 0.0
     (co, cg), (ro, rg) = results
-    named = [(f"output {k}", a, b) for k, (a, b) in enumerate(zip(co, ro))]
-    named += [(f"grad of input {i}", a, b) for i, a, b in zip(idx, cg, rg)]
+    named = [(f"output {k}", a, b) for k, (a, b) in enumerate(zip(co, ro, strict=False))]
+    named += [(f"grad of input {i}", a, b) for i, a, b in zip(idx, cg, rg, strict=False)]
     for label, a, b in named:
         if a is None or b is None:
             if (a is None) != (b is None):

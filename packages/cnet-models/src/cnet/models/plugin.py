@@ -1,1 +1,32 @@
-"""cnet-models plugin (placeholder)."""
+"""cnet-models' plugin: registers the architectures and the ``train``, ``generate`` and ``eval`` commands."""
+
+from __future__ import annotations
+
+from cnet.core.hookspecs import hookimpl
+
+__all__ = ["cnet_register_models", "cnet_register_commands"]
+
+
+@hookimpl
+def cnet_register_models(models):
+    """Register ``born-lm``, ``complex-fnet`` and ``real-fnet``."""
+    from cnet.models.born_lm import BornLM, BornLMConfig
+    from cnet.models.fnet import ComplexFNet, ComplexFNetConfig, RealFNet, RealFNetConfig
+
+    models.add("born-lm", BornLM, config=BornLMConfig,
+               description="complex Born-rule attention LM with RoPE and TokenNorm (CNet paper section 11)")
+    models.add("complex-fnet", ComplexFNet, config=ComplexFNetConfig,
+               description="complex causal FNet with a Born head (CNet paper section 11.2)")
+    models.add("real-fnet", RealFNet, config=RealFNetConfig,
+               description="real twin of complex-fnet, parameter-matched (CNet paper section 11.2)")
+
+
+@hookimpl
+def cnet_register_commands(commands):
+    """Register ``cnet train``, ``cnet generate`` and ``cnet eval``."""
+    from cnet.models import commands as c
+
+    commands.add("train", c.run_train, configure=c.configure_train, help="train a registered model on a dataset")
+    commands.add("generate", c.run_generate, configure=c.configure_generate, help="sample text from a saved model")
+    commands.add("eval", c.run_eval, configure=c.configure_eval,
+                 help="score a saved model on a dataset's held-out split (nats/char)")

@@ -8,7 +8,7 @@ parts (:func:`complex_normal_`) unless a layer says otherwise. CNet's layer name
 from cnet.core.nn.activation import CGELU, CGelu
 from cnet.core.nn.attention import BornAttention, MultiheadBornAttention
 from cnet.core.nn.dropout import ComplexDropout
-from cnet.core.nn.fourier import CausalFourierMix, FourierMix, TriangFourier
+from cnet.core.nn.fourier import CausalFourierMix, FourierMix, RealCausalFourierMix, TriangFourier
 from cnet.core.nn.init import complex_normal_
 from cnet.core.nn.linear import CEmbedding, Embedding, Linear, TokenwiseLinear
 from cnet.core.nn.loss import BornCrossEntropy, born_probabilities
@@ -19,7 +19,7 @@ __all__ = [
     "CGELU", "CGelu",
     "BornAttention", "MultiheadBornAttention",
     "ComplexDropout",
-    "FourierMix", "CausalFourierMix", "TriangFourier",
+    "FourierMix", "CausalFourierMix", "TriangFourier", "RealCausalFourierMix",
     "complex_normal_",
     "Linear", "TokenwiseLinear", "Embedding", "CEmbedding",
     "BornCrossEntropy", "born_probabilities",

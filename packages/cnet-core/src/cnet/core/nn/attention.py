@@ -1,5 +1,128 @@
-"""PLACEHOLDER: being written by a helper."""
+"""Born-rule attention layers: the bare operator and a multi-head self-attention block with projections.
 
-BornAttention = None
+Source: CNet paper section 11 ("Closing it: Born-rule attention"); CNet README (BornAttention, RotaryEmbed);
+papers/NOTES.md "Born attention (CNet)" and "RotaryEmbed".
+"""
 
-MultiheadBornAttention = None
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from cnet.core import ops
+from cnet.core.nn.linear import Linear
+from cnet.core.nn.rotary import RotaryEmbedding
+from cnet.core.validation import require_complex, require_rank
+
+__all__ = ["BornAttention", "MultiheadBornAttention"]
+
+
+class BornAttention(nn.Module):
+    """Born-rule attention over given queries, keys and values (CNet's ``BornAttention``), no parameters.
+
+    ``A_km = |<q_k, k_m>|^2 / (sum_{m' <= k} |<q_k, k_m'>|^2 + eps)``, ``O_k = sum_m A_km v_m``; see
+    :func:`cnet.core.ops.reference.born_attention` for the exact rule (0/0 -> 0, non-causal mode).
+
+    Args:
+        causal: query ``k`` sees keys ``m <= k`` only.
+        eps: non-negative constant added to each row's normaliser (validated at call time by the op).
+
+    Shapes: ``forward(q, k, v)``: ``q``, ``k`` ``c[B, H, T, D]``, ``v`` ``c[B, H, T, Dv]`` -> ``c[B, H, T, Dv]``.
+
+    Raises:
+        As :func:`cnet.core.ops.reference.born_attention`.
+    """
+
+    def __init__(self, causal: bool = True, eps: float = 0.0) -> None:
+        super().__init__()
+        self.causal, self.eps = causal, eps
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """Attend ``q`` to ``k`` and mix ``v``; shapes as in the class docstring."""
+        return ops.born_attention(q, k, v, causal=self.causal, eps=self.eps)
+
+    def extra_repr(self) -> str:
+        return f"causal={self.causal}, eps={self.eps}"
+
+
+class MultiheadBornAttention(nn.Module):
+    """Multi-head Born-rule self-attention with complex query, key, value and output projections.
+
+    Per token, ``Q, K, V = x W_q^T + b_q, ...`` map ``E -> d`` (``d = qk_dim``, default ``E // 2`` as in CNet's
+    language model); the ``d`` features are split into ``num_heads`` heads of width ``d / num_heads``; with
+    ``rope`` the queries and keys of each head get a rotary embedding over the head dim (the frequency ladder
+    restarts in every head); :func:`cnet.core.ops.born_attention` mixes each head; the heads are concatenated
+    and projected back ``d -> E``.
+
+    Args:
+        embed_dim: token width ``E`` (> 0).
+        num_heads: number of heads ``H`` (> 0); must divide ``d``.
+        qk_dim: total attention width ``d`` (shared by queries, keys and values); ``None`` means ``E // 2``.
+        rope: apply :class:`~cnet.core.nn.RotaryEmbedding` to queries and keys.
+        rope_base: its frequency base.
+        eps: normaliser constant of the Born weights (>= 0).
+        causal: causal (decoder) mask.
+        bias: learnable complex biases in the four projections.
+        init_std: std of the real and of the imaginary part of fresh projection weights.
+
+    Attributes:
+        q_proj, k_proj, v_proj: :class:`~cnet.core.nn.Linear` ``E -> d``.
+        out_proj: :class:`~cnet.core.nn.Linear` ``d -> E``.
+        rotary: :class:`~cnet.core.nn.RotaryEmbedding` or ``None``.
+        attention: :class:`BornAttention`.
+
+    Shapes: ``c[B, T, E] -> c[B, T, E]`` (complex64 parameters).
+
+    Raises:
+        ValueError: a size is not a positive int, ``d`` is 0 or not divisible by ``num_heads``; at call time,
+            ``x`` is not ``c[B, T, E]``. TypeError: at call time, ``x`` is not complex.
+
+    Source: CNet paper section 11; CNet README (BornAttention with ``heads``, RotaryEmbed);
+    papers/NOTES.md "Born attention (CNet)" (head dim E/2, heads split the features).
+    """
+
+    def __init__(self, embed_dim: int, num_heads: int = 1, qk_dim: int | None = None, rope: bool = True,
+                 rope_base: float = 10000.0, eps: float = 0.0, causal: bool = True, bias: bool = True,
+                 init_std: float = 0.02) -> None:
+        super().__init__()
+        sizes = {"embed_dim": embed_dim, "num_heads": num_heads}
+        if qk_dim is not None:
+            sizes["qk_dim"] = qk_dim
+        for name, value in sizes.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"MultiheadBornAttention: argument '{name}' must be a positive int, got {value!r}")
+        d = qk_dim if qk_dim is not None else embed_dim // 2
+        if d == 0:
+            raise ValueError("MultiheadBornAttention: the default attention width embed_dim // 2 is 0 for "
+                             f"embed_dim={embed_dim}; pass qk_dim")
+        if d % num_heads:
+            raise ValueError(f"MultiheadBornAttention: attention width {d} (qk_dim, default embed_dim // 2) must be "
+                             f"divisible by num_heads={num_heads}")
+        self.embed_dim, self.num_heads, self.qk_dim, self.head_dim = embed_dim, num_heads, d, d // num_heads
+        self.q_proj = Linear(embed_dim, d, bias=bias, init_std=init_std)
+        self.k_proj = Linear(embed_dim, d, bias=bias, init_std=init_std)
+        self.v_proj = Linear(embed_dim, d, bias=bias, init_std=init_std)
+        self.out_proj = Linear(d, embed_dim, bias=bias, init_std=init_std)
+        self.rotary = RotaryEmbedding(rope_base) if rope else None
+        self.attention = BornAttention(causal=causal, eps=eps)
+
+    def _heads(self, t: torch.Tensor) -> torch.Tensor:
+        b, n, _ = t.shape
+        return t.view(b, n, self.num_heads, self.head_dim).transpose(1, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Self-attend the tokens of ``x`` (``c[B, T, E]``); returns ``c[B, T, E]``."""
+        require_complex("MultiheadBornAttention", x=x)
+        require_rank("MultiheadBornAttention", 3, "c[B, T, E]", x=x)
+        if x.shape[-1] != self.embed_dim:
+            raise ValueError(f"MultiheadBornAttention: argument 'x' must have last dim embed_dim={self.embed_dim}, "
+                             f"got shape {tuple(x.shape)}")
+        q, k, v = (self._heads(proj(x)) for proj in (self.q_proj, self.k_proj, self.v_proj))
+        if self.rotary is not None:
+            q, k = self.rotary(q), self.rotary(k)
+        o = self.attention(q, k, v)
+        b, _, n, _ = o.shape
+        return self.out_proj(o.transpose(1, 2).reshape(b, n, self.qk_dim))
+
+    def extra_repr(self) -> str:
+        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, qk_dim={self.qk_dim}"

@@ -1,0 +1,134 @@
+"""The ``cnet train``, ``cnet generate`` and ``cnet eval`` commands (registered by cnet-models' plugin)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import torch
+
+__all__ = ["configure_train", "run_train", "configure_generate", "run_generate", "configure_eval", "run_eval",
+           "parse_sets"]
+
+
+def parse_sets(pairs: list[str]) -> dict:
+    """Parse ``key=value`` strings; values are read as JSON when they parse (``3``, ``1e-3``, ``true``), else text.
+
+    Raises:
+        ValueError: an item without ``=``.
+    """
+    out = {}
+    for item in pairs or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set expects key=value, got {item!r}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+def configure_train(p) -> None:
+    """Arguments of ``cnet train``."""
+    p.add_argument("model", help="registered model name, e.g. born-lm (see `cnet plugins`)")
+    p.add_argument("--dataset", required=True, help="registered dataset name, e.g. tiny_shakespeare")
+    p.add_argument("--output", required=True, help="folder for the best checkpoint, metrics.jsonl and summary.json")
+    p.add_argument("--steps", type=int, help="optimiser steps (default 2000)")
+    p.add_argument("--data-path", help="explicit data file (first source; then $CNET_DATA_DIR, then the Hub)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a model config field (e.g. embed_dim=64) or a training field (e.g. lr=2e-3); repeatable")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _split_overrides(model: str, sets: dict):
+    from cnet.core.plugins import registries
+    from cnet.models.train import TrainConfig
+
+    model_fields = {f.name for f in dataclasses.fields(registries().models.get(model)["config"])}
+    train_fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    model_over, train_over = {}, {}
+    for k, v in sets.items():
+        if k in train_fields:
+            train_over[k] = v
+        elif k in model_fields:
+            model_over[k] = v
+        else:
+            raise ValueError(f"--set {k}: not a field of {model!r} ({', '.join(sorted(model_fields))}) "
+                             f"nor of training ({', '.join(sorted(train_fields))})")
+    return model_over, train_over
+
+
+def run_train(args) -> int:
+    """Run ``cnet train``; prints the summary as JSON."""
+    from cnet.models.train import TrainConfig, train
+
+    model_over, train_over = _split_overrides(args.model, parse_sets(args.set))
+    if args.steps is not None:
+        train_over["steps"] = args.steps
+    summary = train(args.model, args.dataset, args.output, model_overrides=model_over,
+                    train_config=TrainConfig(**train_over), data_path=args.data_path, progress=not args.quiet)
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _load_with_vocab(folder: str):
+    from cnet.core.checkpoint import read_sidecar
+    from cnet.data import CharVocab
+    from cnet.models.registry import load
+
+    model = load(folder)
+    vocab = CharVocab.from_json(read_sidecar(folder, "vocab.json"))
+    return model, vocab
+
+
+def configure_generate(p) -> None:
+    """Arguments of ``cnet generate``."""
+    p.add_argument("--model", required=True, help="checkpoint folder written by `cnet train`")
+    p.add_argument("--prompt", required=True, help="text to continue (characters must be in the vocabulary)")
+    p.add_argument("--max-new-tokens", type=int, default=200)
+    p.add_argument("--temperature", type=float, default=0.8, help="0 = greedy")
+    p.add_argument("--top-k", type=int, default=None)
+    p.add_argument("--seed", type=int, default=0)
+
+
+def run_generate(args) -> int:
+    """Run ``cnet generate``: prints the prompt followed by the sampled continuation."""
+    model, vocab = _load_with_vocab(args.model)
+    if not args.prompt:
+        raise ValueError("--prompt must not be empty")
+    ids = torch.tensor([vocab.encode(args.prompt)], dtype=torch.int64)
+    gen = torch.Generator().manual_seed(args.seed)
+    out = model.generate(ids, args.max_new_tokens, temperature=args.temperature, top_k=args.top_k, generator=gen)
+    print(vocab.decode(out[0].tolist()))
+    return 0
+
+
+def configure_eval(p) -> None:
+    """Arguments of ``cnet eval``."""
+    p.add_argument("--model", required=True, help="checkpoint folder written by `cnet train`")
+    p.add_argument("--dataset", required=True, help="registered dataset name")
+    p.add_argument("--split", default="validation")
+    p.add_argument("--data-path", help="explicit data file")
+    p.add_argument("--batch-size", type=int, default=64)
+
+
+def run_eval(args) -> int:
+    """Run ``cnet eval``: nats/char (and bits/char) over the whole split, every character scored once."""
+    from cnet.data import load
+    from cnet.models.corpus import encode_text
+    from cnet.models.train import score_stream
+
+    model, vocab = _load_with_vocab(args.model)
+    options = {"path": args.data_path} if args.data_path else {}
+    ds = load(args.dataset, args.split, **options)
+    stream = encode_text(vocab, "".join(ds["text"]))
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    res = score_stream(model.to(device), stream, batch=args.batch_size, device=device)
+    res = {"model": str(Path(args.model)), "dataset": args.dataset, "split": args.split,
+           "nats_per_char": res["nats_per_token"], "bits_per_char": res["nats_per_token"] / math.log(2),
+           "chars_scored": res["tokens"]}
+    print(json.dumps(res, indent=2))
+    return 0

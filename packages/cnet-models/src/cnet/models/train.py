@@ -1,0 +1,234 @@
+"""The training app: one loop for CPU, one GPU and ``accelerate launch`` on several (DESIGN.md section 5).
+
+Command line (``cnet train --help`` for all options)::
+
+    cnet train born-lm --dataset tiny_shakespeare --output runs/born-lm --steps 3000 --set embed_dim=64
+    accelerate launch -m cnet.core.cli train born-lm --dataset tiny_shakespeare --output runs/born-lm
+
+What it does, top to bottom: seed; load and encode the corpus; build the model with the vocabulary size;
+AdamW (complex parameters update their real and imaginary parts as independent reals, as CNet's true Adam
+does); linear warm-up then cosine decay to ``min_lr_ratio * lr``; global gradient-norm clipping; every
+``eval_every`` steps the loss on a fixed held-out set of windows; the best model by that loss is saved to the
+output folder with its vocabulary; every evaluation is a JSON line in ``metrics.jsonl`` there; a summary
+(``summary.json``) at the end. Losses are nats per token (nats/char for character models).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from accelerate import Accelerator
+from accelerate.utils import set_seed
+from tqdm.auto import tqdm
+
+from cnet.models.corpus import Corpus, load_corpus
+from cnet.models.registry import create, save
+
+__all__ = ["TrainConfig", "train", "evaluate_windows", "score_stream", "random_windows"]
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation settings of :func:`train` (``--set key=value`` on the command line)."""
+
+    steps: int = 2000             # optimiser steps
+    batch_size: int = 32          # windows per step (per process)
+    lr: float = 3e-3              # peak learning rate
+    min_lr_ratio: float = 0.1     # cosine decays to this fraction of lr
+    warmup_steps: int = 100       # linear warm-up
+    weight_decay: float = 0.0
+    beta1: float = 0.9
+    beta2: float = 0.99
+    grad_clip: float = 1.0        # global gradient-norm clip (0 disables)
+    eval_every: int = 250         # steps between held-out evaluations
+    eval_windows: int = 256       # fixed held-out windows per evaluation
+    seed: int = 0
+    max_minutes: float = 0.0      # stop early after this wall time (0: no limit); the schedule keeps `steps`
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "eval_every", "eval_windows"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"train: '{name}' must be >= 1, got {getattr(self, name)}")
+        if self.lr <= 0 or not 0 <= self.min_lr_ratio <= 1 or self.warmup_steps < 0:
+            raise ValueError("train: need lr > 0, 0 <= min_lr_ratio <= 1 and warmup_steps >= 0")
+
+
+def _lr_lambda(cfg: TrainConfig):
+    def f(step: int) -> float:
+        if step < cfg.warmup_steps:
+            return (step + 1) / cfg.warmup_steps
+        progress = min(1.0, (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps))
+        return cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+    return f
+
+
+def random_windows(stream: torch.Tensor, context: int, batch: int, generator: torch.Generator):
+    """Draw ``batch`` random windows from ``stream`` (``i[N]``): inputs and next-token targets, ``i[batch, context]``.
+
+    Raises:
+        ValueError: the stream holds fewer than ``context + 1`` tokens.
+    """
+    if stream.numel() <= context:
+        raise ValueError(f"corpus has {stream.numel()} tokens, fewer than one window of context {context} + 1")
+    starts = torch.randint(0, stream.numel() - context, (batch,), generator=generator)
+    idx = starts[:, None] + torch.arange(context + 1)
+    w = stream[idx]
+    return w[:, :-1], w[:, 1:]
+
+
+def evaluate_windows(stream: torch.Tensor, context: int, count: int) -> torch.Tensor:
+    """A fixed held-out set: ``count`` windows of ``context + 1`` tokens spread evenly over ``stream``.
+
+    Returns ``i[count, context + 1]`` (fewer rows if the stream is short).
+    """
+    if stream.numel() <= context:
+        raise ValueError(f"held-out split has {stream.numel()} tokens, fewer than one window of context {context} + 1")
+    starts = torch.linspace(0, stream.numel() - context - 1, count).long().unique()
+    return stream[starts[:, None] + torch.arange(context + 1)]
+
+
+@torch.no_grad()
+def _held_out_loss(model, windows: torch.Tensor, batch: int, accelerator: Accelerator) -> float:
+    model.eval()
+    total = torch.zeros((), dtype=torch.float64, device=accelerator.device)
+    count = torch.zeros((), dtype=torch.float64, device=accelerator.device)
+    shard = windows[accelerator.process_index::accelerator.num_processes]
+    for i in range(0, shard.shape[0], batch):
+        w = shard[i:i + batch].to(accelerator.device)
+        out = model(w[:, :-1], w[:, 1:])
+        total += out.loss.double() * w[:, 1:].numel()
+        count += w[:, 1:].numel()
+    total, count = accelerator.reduce(total, "sum"), accelerator.reduce(count, "sum")
+    model.train()
+    return float(total / count)
+
+
+@torch.no_grad()
+def score_stream(model, stream: torch.Tensor, *, batch: int = 64, device: str | torch.device = "cpu") -> dict:
+    """Mean next-token loss over a whole token stream, every token after the first scored exactly once.
+
+    The stream is cut into consecutive windows of ``context + 1`` tokens that overlap by one token, so each
+    window predicts ``context`` new tokens from its own prefix (the last window may be shorter).
+
+    Returns:
+        ``{"nats_per_token": float, "bits_per_token": float, "tokens": int}``.
+    """
+    model.eval()
+    ctx = model.config.context
+    total, count = 0.0, 0
+    starts = list(range(0, stream.numel() - 1, ctx))
+    full = [s for s in starts if s + ctx + 1 <= stream.numel()]
+    for i in range(0, len(full), batch):
+        idx = torch.tensor(full[i:i + batch])[:, None] + torch.arange(ctx + 1)
+        w = stream[idx].to(device)
+        total += float(model(w[:, :-1], w[:, 1:]).loss) * w[:, 1:].numel()
+        count += w[:, 1:].numel()
+    for s in starts[len(full):]:
+        w = stream[s:][None].to(device)
+        total += float(model(w[:, :-1], w[:, 1:]).loss) * (w.shape[1] - 1)
+        count += w.shape[1] - 1
+    nats = total / max(count, 1)
+    return {"nats_per_token": nats, "bits_per_token": nats / math.log(2), "tokens": count}
+
+
+def train(model_name: str, dataset: str, output: str | Path, *, model_overrides: dict | None = None,
+          train_config: TrainConfig | None = None, data_path: str | None = None, corpus: Corpus | None = None,
+          progress: bool = True) -> dict:
+    """Train ``model_name`` on ``dataset`` and keep the best checkpoint in ``output``.
+
+    Args:
+        model_name: registered model (``cnet.models.list_models()``).
+        dataset: registered dataset with ``train`` and ``validation`` splits holding text.
+        output: checkpoint folder; receives ``config.json``, ``model.safetensors``, ``vocab.json``,
+            ``metrics.jsonl`` (one JSON line per evaluation) and ``summary.json``.
+        model_overrides: config fields of the model (``vocab_size`` comes from the corpus).
+        train_config: :class:`TrainConfig`.
+        data_path: explicit data file for the dataset loader.
+        corpus: an already loaded :class:`Corpus` (skips loading).
+        progress: show a progress bar.
+
+    Returns:
+        The summary dict (also written to ``summary.json``): best validation loss (nats/token), steps, wall time,
+        ms per step, parameter counts.
+
+    Raises:
+        KeyError: unknown model or dataset. FileNotFoundError: data not found. ValueError: bad config, a corpus
+        shorter than one window, or ``output`` is a file.
+    """
+    cfg = train_config or TrainConfig()
+    output = Path(output)
+    if output.exists() and not output.is_dir():
+        raise ValueError(f"train: 'output' {output} exists and is not a folder")
+    accelerator = Accelerator()
+    set_seed(cfg.seed)
+    corpus = corpus or load_corpus(dataset, path=data_path)
+    overrides = dict(model_overrides or {})
+    if "vocab_size" in overrides and overrides["vocab_size"] != len(corpus.vocab):
+        raise ValueError(f"train: vocab_size={overrides['vocab_size']} disagrees with the corpus vocabulary "
+                         f"({len(corpus.vocab)} symbols); leave it unset")
+    overrides["vocab_size"] = len(corpus.vocab)
+    model = create(model_name, **overrides)
+    context = model.config.context
+    val_windows = evaluate_windows(corpus.validation, context, cfg.eval_windows)
+    counts = model.num_parameters()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2),
+                                  weight_decay=cfg.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(cfg))
+    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    gen = torch.Generator().manual_seed(cfg.seed * 1000 + accelerator.process_index)
+    if accelerator.is_main_process:
+        output.mkdir(parents=True, exist_ok=True)
+        (output / "metrics.jsonl").write_text("")
+    sidecars = {"vocab.json": corpus.vocab.to_json(),
+                "training.json": {"dataset": dataset, "train_config": dataclasses.asdict(cfg)}}
+    best, best_step, history = float("inf"), 0, []
+    start = time.perf_counter()
+    bar = tqdm(total=cfg.steps, disable=not (progress and accelerator.is_local_main_process), desc="train")
+    step = 0
+    train_loss = float("nan")
+    while step < cfg.steps:
+        x, y = random_windows(corpus.train, context, cfg.batch_size, gen)
+        loss = model(x.to(accelerator.device), y.to(accelerator.device)).loss
+        accelerator.backward(loss)
+        if cfg.grad_clip > 0:
+            accelerator.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        step += 1
+        train_loss = float(loss.detach())
+        bar.update(1)
+        out_of_time = cfg.max_minutes > 0 and time.perf_counter() - start > 60 * cfg.max_minutes
+        if step % cfg.eval_every == 0 or step == cfg.steps or out_of_time:
+            val = _held_out_loss(model, val_windows, cfg.batch_size, accelerator)
+            elapsed = time.perf_counter() - start
+            record = {"step": step, "train_loss": train_loss, "val_loss": val, "lr": scheduler.get_last_lr()[0],
+                      "elapsed_s": round(elapsed, 2)}
+            history.append(record)
+            bar.set_postfix(train=f"{train_loss:.3f}", val=f"{val:.3f}")
+            if accelerator.is_main_process:
+                with open(output / "metrics.jsonl", "a") as fh:
+                    fh.write(json.dumps(record) + "\n")
+                if val < best:
+                    best, best_step = val, step
+                    save(accelerator.unwrap_model(model), output, sidecars=sidecars,
+                         extra_config={"metrics": {"val_loss": val, "step": step}})
+            if out_of_time:
+                break
+    bar.close()
+    wall = time.perf_counter() - start
+    summary = {"model": model_name, "dataset": dataset, "best_val_loss": best, "best_step": best_step,
+               "steps": step, "wall_s": round(wall, 1), "ms_per_step": round(1000 * wall / max(step, 1), 2),
+               "parameters": counts, "device": str(accelerator.device), "processes": accelerator.num_processes,
+               "unit": "nats/token"}
+    if accelerator.is_main_process:
+        (output / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    accelerator.wait_for_everyone()
+    return summary
+

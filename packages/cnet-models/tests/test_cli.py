@@ -1,0 +1,77 @@
+"""End to end: `cnet train`, `cnet generate`, `cnet eval` on a tiny-shakespeare excerpt, and their errors."""
+
+import json
+
+import pytest
+
+from cnet.core.cli import main
+
+TINY = ["--set", "embed_dim=16", "--set", "num_layers=1", "--set", "context=16", "--set", "batch_size=8",
+        "--set", "eval_every=10", "--set", "eval_windows=16", "--set", "warmup_steps=5", "--quiet"]
+
+
+@pytest.fixture
+def trained(excerpt, tmp_path, capsys):
+    out = tmp_path / "run"
+    rc = main(["train", "born-lm", "--dataset", "tiny_shakespeare", "--data-path", str(excerpt),
+               "--output", str(out), "--steps", "30", *TINY])
+    assert rc == 0
+    summary = json.loads(capsys.readouterr().out)
+    return out, summary
+
+
+def test_train_writes_checkpoint_metrics_and_summary(trained):
+    out, summary = trained
+    for name in ("config.json", "model.safetensors", "vocab.json", "metrics.jsonl", "summary.json"):
+        assert (out / name).is_file(), name
+    lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in lines] == [10, 20, 30]
+    assert summary["steps"] == 30 and summary["best_val_loss"] == min(r["val_loss"] for r in lines)
+    # 30 steps move a 16-wide model well below the uniform loss ln(V)
+    vocab = json.loads((out / "vocab.json").read_text())
+    import math
+    assert summary["best_val_loss"] < math.log(len(vocab["chars"]))
+
+
+def test_generate_starts_with_prompt(trained, capsys):
+    out, _ = trained
+    assert main(["generate", "--model", str(out), "--prompt", "ROMEO:", "--max-new-tokens", "40"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("ROMEO:") and len(text.rstrip("\n")) == len("ROMEO:") + 40
+
+
+def test_eval_scores_whole_split(trained, excerpt, capsys):
+    out, summary = trained
+    assert main(["eval", "--model", str(out), "--dataset", "tiny_shakespeare", "--data-path", str(excerpt)]) == 0
+    res = json.loads(capsys.readouterr().out)
+    n_val = len(excerpt.read_text()) - int(0.9 * len(excerpt.read_text()))
+    assert res["chars_scored"] == n_val - 1
+    assert abs(res["nats_per_char"] - summary["best_val_loss"]) < 0.3
+
+
+def test_errors_are_one_line_and_nothing_saved_is_damaged(trained, tmp_path, capsys):
+    out, _ = trained
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert main(["generate", "--model", str(out), "--prompt", "ROMEO\u00e9", "--max-new-tokens", "3"]) == 2
+    assert "\u00e9" in capsys.readouterr().err
+    assert main(["generate", "--model", str(tmp_path / "missing"), "--prompt", "A"]) == 2
+    assert "missing" in capsys.readouterr().err
+    assert main(["train", "no-such-model", "--dataset", "tiny_shakespeare", "--output", str(tmp_path / "x")]) == 2
+    assert "unknown model" in capsys.readouterr().err
+    assert main(["train", "born-lm", "--dataset", "no_such_data", "--output", str(tmp_path / "x")]) == 2
+    assert "unknown dataset" in capsys.readouterr().err
+    assert main(["train", "born-lm", "--dataset", "tiny_shakespeare", "--output", str(tmp_path / "x"),
+                 "--set", "bogus=1"]) == 2
+    assert "bogus" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_corrupt_checkpoint_is_reported(trained, tmp_path, capsys):
+    import shutil
+
+    out, _ = trained
+    bad = tmp_path / "bad"
+    shutil.copytree(out, bad)
+    (bad / "model.safetensors").write_bytes(b"\x00garbage")
+    assert main(["generate", "--model", str(bad), "--prompt", "A"]) == 2
+    assert "corrupt" in capsys.readouterr().err
