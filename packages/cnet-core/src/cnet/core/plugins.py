@@ -74,12 +74,23 @@ def registries() -> Registries:
             pm = plugin_manager()
             reg = Registries(OpRegistry(), NameRegistry("model"), NameRegistry("dataset"), NameRegistry("command"),
                              dict(_STATE["failed"]))  # type: ignore[arg-type]
-            pm.hook.cnet_register_ops(ops=reg.ops)
-            pm.hook.cnet_register_models(models=reg.models)
-            pm.hook.cnet_register_datasets(datasets=reg.datasets)
-            pm.hook.cnet_register_commands(commands=reg.commands)
+            for hook, arg in (("cnet_register_ops", {"ops": reg.ops}),
+                              ("cnet_register_models", {"models": reg.models}),
+                              ("cnet_register_datasets", {"datasets": reg.datasets}),
+                              ("cnet_register_commands", {"commands": reg.commands})):
+                _call_each(pm, hook, arg, reg.failed)
             _STATE["reg"] = reg
         return _STATE["reg"]  # type: ignore[return-value]
+
+
+def _call_each(pm: pluggy.PluginManager, hook: str, kwargs: dict, failed: dict[str, str]) -> None:
+    """Call every implementation of ``hook`` on its own, so one plugin's error does not stop the others."""
+    for impl in getattr(pm.hook, hook).get_hookimpls():  # registration order: built-ins first
+        try:
+            impl.function(**kwargs)
+        except Exception as exc:
+            failed[impl.plugin_name] = f"{hook}: {type(exc).__name__}: {exc}"
+            log.warning("cnet: plugin %r failed in %s: %s", impl.plugin_name, hook, exc)
 
 
 def reset() -> None:

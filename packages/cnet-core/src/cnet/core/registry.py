@@ -23,7 +23,8 @@ __all__ = ["Backend", "Op", "OpRegistry", "NameRegistry", "use_backend", "active
 
 log = logging.getLogger("cnet.core.registry")
 
-_BACKEND: contextvars.ContextVar[str | None] = contextvars.ContextVar("cnet_backend", default=None)
+_UNSET = "<unset>"
+_BACKEND: contextvars.ContextVar[str | None] = contextvars.ContextVar("cnet_backend", default=_UNSET)
 
 
 def _always(*args, **kwargs) -> tuple[bool, str]:
@@ -69,14 +70,15 @@ class Op:
 def active_backend() -> str | None:
     """The backend forced by :func:`use_backend` or ``CNET_BACKEND`` (``None``: automatic choice)."""
     forced = _BACKEND.get()
-    if forced is None:
-        forced = os.environ.get("CNET_BACKEND") or None
+    if forced == _UNSET:
+        return os.environ.get("CNET_BACKEND") or None
     return forced
 
 
 @contextlib.contextmanager
 def use_backend(name: str | None) -> Iterator[None]:
-    """Force a backend inside a ``with`` block: ``"reference"``, a backend name such as ``"triton"``, or ``None``.
+    """Force a backend inside a ``with`` block: ``"reference"``, a backend name such as ``"triton"``, or ``None``
+    (automatic choice, ignoring ``CNET_BACKEND``).
 
     A forced backend that does not exist for an op's device, or whose ``supports`` refuses the inputs, is passed
     over with one log line and the normal choice applies. Overrides ``CNET_BACKEND`` inside the block.
@@ -165,6 +167,7 @@ class OpRegistry:
             self._log_once(name, b.name, device, reason)
         if forced is not None and forced not in {b.name for b in candidates}:
             self._log_once(name, forced, device, f"backend {forced!r} does not exist for {device}")
+        self._log_once(name, "reference", device, "")
         return "reference", op.reference
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
