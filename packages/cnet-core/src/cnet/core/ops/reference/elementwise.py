@@ -1,18 +1,15 @@
 """Reference elementwise complex ops: Hadamard product, split GELU (CGelu) and complex dropout.
 
-``cgelu`` is declared through :func:`cnet.core.wirtinger.elementwise` from its value and two Wirtinger
-derivatives; ``hadamard`` and ``complex_dropout`` have explicit backwards (DESIGN.md section 2).
+Each has an explicit Wirtinger backward (DESIGN.md section 2); ``cgelu``'s comment shows how its two Wirtinger
+derivatives reduce to a product on the real and imaginary planes.
 """
 
 from __future__ import annotations
-
-import math
 
 import torch
 import torch.nn.functional as F
 
 from cnet.core.validation import require_complex
-from cnet.core.wirtinger import elementwise
 
 __all__ = ["hadamard", "cgelu", "complex_dropout", "EXAMPLES"]
 
@@ -68,37 +65,28 @@ def hadamard(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return _Hadamard.apply(x, y)
 
 
-_GELU_C = math.sqrt(2.0 / math.pi)
-_GELU_A = 0.044715
+class _SplitGelu(torch.autograd.Function):
+    # f(a + ib) = g(a) + i g(b) has df/dz = (g'(a) + g'(b)) / 2 and df/dconj(z) = (g'(a) - g'(b)) / 2, both real.
+    # Put into grad_in = conj(G) df/dconj(z) + G conj(df/dz) with G = Gr + i Gi, the cross terms cancel:
+    # grad_in = g'(a) Gr + i g'(b) Gi. That planar product is evaluated with ATen's fused GELU derivative.
+    @staticmethod
+    def forward(ctx, z):
+        ctx.save_for_backward(z)
+        return torch.complex(F.gelu(z.real, approximate="tanh"), F.gelu(z.imag, approximate="tanh"))
 
-
-def _gelu_grad(a: torch.Tensor) -> torch.Tensor:
-    """Derivative of the tanh-form GELU ``g(a) = a/2 (1 + tanh(c (a + k a^3)))`` for real ``a``."""
-    t = torch.tanh(_GELU_C * (a + _GELU_A * a**3))
-    return 0.5 * (1 + t) + 0.5 * a * (1 - t * t) * _GELU_C * (1 + 3 * _GELU_A * a * a)
-
-
-def _split_gelu(z: torch.Tensor) -> torch.Tensor:
-    return torch.complex(F.gelu(z.real, approximate="tanh"), F.gelu(z.imag, approximate="tanh"))
-
-
-def _split_gelu_dz(z: torch.Tensor) -> torch.Tensor:
-    return torch.complex((_gelu_grad(z.real) + _gelu_grad(z.imag)) / 2, torch.zeros_like(z.real))
-
-
-def _split_gelu_dconj(z: torch.Tensor) -> torch.Tensor:
-    return torch.complex((_gelu_grad(z.real) - _gelu_grad(z.imag)) / 2, torch.zeros_like(z.real))
-
-
-_CGELU = elementwise("cgelu", _split_gelu, _split_gelu_dz, _split_gelu_dconj)
+    @staticmethod
+    def backward(ctx, grad_out):
+        (z,) = ctx.saved_tensors
+        return torch.complex(torch.ops.aten.gelu_backward(grad_out.real.contiguous(), z.real, approximate="tanh"),
+                             torch.ops.aten.gelu_backward(grad_out.imag.contiguous(), z.imag, approximate="tanh"))
 
 
 def cgelu(x: torch.Tensor) -> torch.Tensor:
     """Split GELU: the tanh-form GELU ``g`` applied to the real and imaginary parts separately.
 
     ``f(a + ib) = g(a) + i g(b)`` with ``g(a) = a/2 (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3)))``. Not holomorphic:
-    ``df/dz = (g'(a) + g'(b)) / 2`` and ``df/dconj(z) = (g'(a) - g'(b)) / 2`` (both real), from which
-    :func:`cnet.core.wirtinger.elementwise` assembles the backward.
+    ``df/dz = (g'(a) + g'(b)) / 2`` and ``df/dconj(z) = (g'(a) - g'(b)) / 2`` (both real); the backward is the
+    Wirtinger chain rule with these, which reduces to ``g'(a) Re(grad) + i g'(b) Im(grad)``.
 
     Args:
         x: ``c[...]`` complex tensor.
@@ -112,7 +100,7 @@ def cgelu(x: torch.Tensor) -> torch.Tensor:
     Source: papers/NOTES.md "CGelu"; CNet paper section 3 (CGelu).
     """
     require_complex("cgelu", x=x)
-    return _CGELU(x)
+    return _SplitGelu.apply(x)
 
 
 class _Dropout(torch.autograd.Function):
