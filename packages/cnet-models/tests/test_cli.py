@@ -5,6 +5,7 @@ import json
 import pytest
 
 from cnet.core.cli import main
+from cnet.data import split_by_position
 
 TINY = ["--set", "embed_dim=16", "--set", "num_layers=1", "--set", "context=16", "--set", "batch_size=8",
         "--set", "eval_every=10", "--set", "eval_windows=16", "--set", "warmup_steps=5", "--quiet"]
@@ -22,11 +23,13 @@ def trained(excerpt, tmp_path, capsys):
 
 def test_train_writes_checkpoint_metrics_and_summary(trained):
     out, summary = trained
-    for name in ("config.json", "model.safetensors", "vocab.json", "metrics.jsonl", "summary.json"):
+    for name in ("config.json", "model.safetensors", "vocab.json", "metrics.json", "metrics.jsonl", "summary.json"):
         assert (out / name).is_file(), name
     lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in lines] == [10, 20, 30]
     assert summary["steps"] == 30 and summary["best_val_loss"] == min(r["val_loss"] for r in lines)
+    best = json.loads((out / "metrics.json").read_text())
+    assert best["val_loss"] == summary["best_val_loss"] and best["step"] == summary["best_step"]
     # 30 steps move a 16-wide model well below the uniform loss ln(V)
     vocab = json.loads((out / "vocab.json").read_text())
     import math
@@ -44,7 +47,7 @@ def test_eval_scores_whole_split(trained, excerpt, capsys):
     out, summary = trained
     assert main(["eval", "--model", str(out), "--dataset", "tiny_shakespeare", "--data-path", str(excerpt)]) == 0
     res = json.loads(capsys.readouterr().out)
-    n_val = len(excerpt.read_text()) - int(0.9 * len(excerpt.read_text()))
+    n_val = len(split_by_position(excerpt.read_text(), "validation"))
     assert res["chars_scored"] == n_val - 1
     assert abs(res["nats_per_char"] - summary["best_val_loss"]) < 0.3
 

@@ -35,8 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``cnet`` console script; returns the process exit code.
 
-    Errors a user can fix (``ValueError``, ``KeyError``, ``FileNotFoundError``, ``TypeError``) are printed as one
-    line ``cnet: error: ...`` with exit code 2 instead of a traceback.
+    Errors a user can fix (``ValueError``, ``KeyError``, ``TypeError``, ``OSError`` such as a missing file or a
+    failed download) are printed as one line ``cnet: error: ...`` with exit code 2 instead of a traceback.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         return int(args._run(args) or 0)
-    except (ValueError, KeyError, FileNotFoundError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, OSError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"cnet: error: {msg}", file=sys.stderr)
         return 2

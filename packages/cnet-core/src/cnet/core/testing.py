@@ -127,7 +127,8 @@ def gradcheck(fn: Callable, args: Sequence, kwargs: dict | None = None, *, eps: 
             if bool((err > bound).any()):
                 k = int((err - bound).argmax())
                 failures.append(f"gradcheck: input {i} probe {label}: autograd {g.reshape(-1)[k].item()} vs finite "
-                                f"difference {fd.reshape(-1)[k].item()} at flat index {k} (max abs error {float(err.max()):.3g})")
+                                f"difference {fd.reshape(-1)[k].item()} at flat index {k} "
+                                f"(max abs error {float(err.max()):.3g})")
     return CheckReport(not failures, worst, failures)
 
 

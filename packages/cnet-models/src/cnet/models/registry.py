@@ -29,7 +29,8 @@ def _build_config(name: str, overrides: dict):
     fields = {f.name for f in dataclasses.fields(cfg_cls)}
     unknown = sorted(set(overrides) - fields)
     if unknown:
-        raise ValueError(f"model {name!r} has no config field(s) {', '.join(unknown)}; fields: {', '.join(sorted(fields))}")
+        raise ValueError(f"model {name!r} has no config field(s) {', '.join(unknown)}; "
+                         f"fields: {', '.join(sorted(fields))}")
     return entry, cfg_cls(**overrides)
 
 
@@ -62,19 +63,18 @@ def model_name(model: nn.Module) -> str:
     return name
 
 
-def save(model: nn.Module, folder: str | Path, *, sidecars: dict | None = None, extra_config: dict | None = None) -> Path:
+def save(model: nn.Module, folder: str | Path, *, sidecars: dict | None = None) -> Path:
     """Save ``model`` to a checkpoint folder (atomic per file; an existing folder is only replaced file by file).
 
     Args:
         model: a model built by :func:`create` or :func:`load`.
         folder: destination folder (created if missing).
         sidecars: extra files, e.g. ``{"vocab.json": {...}}``.
-        extra_config: more keys for ``config.json`` (e.g. training metrics).
 
     Returns:
         The folder path.
     """
-    config = {"model": model_name(model), "config": dataclasses.asdict(model.config), **(extra_config or {})}
+    config = {"model": model_name(model), "config": dataclasses.asdict(model.config)}
     return save_folder(folder, config=config, state_dict=model.state_dict(), sidecars=sidecars)
 
 

@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 from cnet.models.corpus import Corpus, load_corpus
 from cnet.models.registry import create, save
 
-__all__ = ["TrainConfig", "train", "evaluate_windows", "score_stream", "random_windows"]
+__all__ = ["TrainConfig", "train", "lr_factor", "evaluate_windows", "score_stream", "random_windows"]
 
 
 @dataclass
@@ -49,7 +49,7 @@ class TrainConfig:
     eval_every: int = 250         # steps between held-out evaluations
     eval_windows: int = 256       # fixed held-out windows per evaluation
     seed: int = 0
-    max_minutes: float = 0.0      # stop early after this wall time (0: no limit); the schedule keeps `steps`
+    max_minutes: float = 0.0      # wall-time budget of the training loop (0: none); see `train`
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "eval_every", "eval_windows"):
@@ -59,13 +59,17 @@ class TrainConfig:
             raise ValueError("train: need lr > 0, 0 <= min_lr_ratio <= 1 and warmup_steps >= 0")
 
 
-def _lr_lambda(cfg: TrainConfig):
-    def f(step: int) -> float:
-        if step < cfg.warmup_steps:
-            return (step + 1) / cfg.warmup_steps
-        progress = min(1.0, (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps))
-        return cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
-    return f
+def lr_factor(cfg: TrainConfig, step: int, time_fraction: float = 0.0) -> float:
+    """Learning-rate multiplier: linear warm-up over ``warmup_steps``, then cosine decay to ``min_lr_ratio``.
+
+    The decay's progress is the larger of the step fraction and ``time_fraction`` (the share of the wall-time
+    budget ``max_minutes`` used so far), so a time-budgeted run still ends its schedule at the low rate.
+    """
+    if step < cfg.warmup_steps:
+        return (step + 1) / cfg.warmup_steps
+    progress = max((step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps), time_fraction)
+    progress = min(1.0, progress)
+    return cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
 
 
 def random_windows(stream: torch.Tensor, context: int, batch: int, generator: torch.Generator):
@@ -146,7 +150,8 @@ def train(model_name: str, dataset: str, output: str | Path, *, model_overrides:
         model_name: registered model (``cnet.models.list_models()``).
         dataset: registered dataset with ``train`` and ``validation`` splits holding text.
         output: checkpoint folder; receives ``config.json``, ``model.safetensors``, ``vocab.json``,
-            ``metrics.jsonl`` (one JSON line per evaluation) and ``summary.json``.
+            ``training.json``, ``metrics.json`` (the evaluation of the saved weights), ``metrics.jsonl`` (one JSON
+            line per evaluation) and ``summary.json``.
         model_overrides: config fields of the model (``vocab_size`` comes from the corpus).
         train_config: :class:`TrainConfig`.
         data_path: explicit data file for the dataset loader.
@@ -155,7 +160,7 @@ def train(model_name: str, dataset: str, output: str | Path, *, model_overrides:
 
     Returns:
         The summary dict (also written to ``summary.json``): best validation loss (nats/token), steps, wall time,
-        ms per step, parameter counts.
+        training ms per step (evaluations excluded), parameter counts.
 
     Raises:
         KeyError: unknown model or dataset. FileNotFoundError: data not found. ValueError: bad config, a corpus
@@ -179,52 +184,55 @@ def train(model_name: str, dataset: str, output: str | Path, *, model_overrides:
     counts = model.num_parameters()
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2),
                                   weight_decay=cfg.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(cfg))
-    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    model, optimizer = accelerator.prepare(model, optimizer)
     gen = torch.Generator().manual_seed(cfg.seed * 1000 + accelerator.process_index)
     if accelerator.is_main_process:
         output.mkdir(parents=True, exist_ok=True)
         (output / "metrics.jsonl").write_text("")
     sidecars = {"vocab.json": corpus.vocab.to_json(),
                 "training.json": {"dataset": dataset, "train_config": dataclasses.asdict(cfg)}}
-    best, best_step, history = float("inf"), 0, []
+    best, best_step = float("inf"), 0
     start = time.perf_counter()
+    eval_time = 0.0
+    time_fraction = 0.0
     bar = tqdm(total=cfg.steps, disable=not (progress and accelerator.is_local_main_process), desc="train")
     step = 0
     train_loss = float("nan")
-    while step < cfg.steps:
+    while step < cfg.steps and time_fraction < 1.0:
+        lr = cfg.lr * lr_factor(cfg, step, time_fraction)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
         x, y = random_windows(corpus.train, context, cfg.batch_size, gen)
         loss = model(x.to(accelerator.device), y.to(accelerator.device)).loss
         accelerator.backward(loss)
         if cfg.grad_clip > 0:
             accelerator.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         optimizer.step()
-        scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
         train_loss = float(loss.detach())
         bar.update(1)
-        out_of_time = cfg.max_minutes > 0 and time.perf_counter() - start > 60 * cfg.max_minutes
-        if step % cfg.eval_every == 0 or step == cfg.steps or out_of_time:
+        if cfg.max_minutes > 0:
+            used = torch.tensor((time.perf_counter() - start) / (60 * cfg.max_minutes), device=accelerator.device)
+            time_fraction = float(accelerator.reduce(used, "max"))  # every process stops at the same step
+        if step % cfg.eval_every == 0 or step == cfg.steps or time_fraction >= 1.0:
+            t0 = time.perf_counter()
             val = _held_out_loss(model, val_windows, cfg.batch_size, accelerator)
-            elapsed = time.perf_counter() - start
-            record = {"step": step, "train_loss": train_loss, "val_loss": val, "lr": scheduler.get_last_lr()[0],
-                      "elapsed_s": round(elapsed, 2)}
-            history.append(record)
+            eval_time += time.perf_counter() - t0
+            record = {"step": step, "train_loss": train_loss, "val_loss": val, "lr": lr,
+                      "elapsed_s": round(time.perf_counter() - start, 2)}
             bar.set_postfix(train=f"{train_loss:.3f}", val=f"{val:.3f}")
             if accelerator.is_main_process:
                 with open(output / "metrics.jsonl", "a") as fh:
                     fh.write(json.dumps(record) + "\n")
                 if val < best:
                     best, best_step = val, step
-                    save(accelerator.unwrap_model(model), output, sidecars=sidecars,
-                         extra_config={"metrics": {"val_loss": val, "step": step}})
-            if out_of_time:
-                break
+                    save(accelerator.unwrap_model(model), output, sidecars={**sidecars, "metrics.json": record})
     bar.close()
     wall = time.perf_counter() - start
     summary = {"model": model_name, "dataset": dataset, "best_val_loss": best, "best_step": best_step,
-               "steps": step, "wall_s": round(wall, 1), "ms_per_step": round(1000 * wall / max(step, 1), 2),
+               "steps": step, "wall_s": round(wall, 1),
+               "train_ms_per_step": round(1000 * (wall - eval_time) / max(step, 1), 2),
                "parameters": counts, "device": str(accelerator.device), "processes": accelerator.num_processes,
                "unit": "nats/token"}
     if accelerator.is_main_process:

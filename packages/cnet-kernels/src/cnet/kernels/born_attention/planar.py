@@ -36,7 +36,7 @@ def supports_planar(q, k, v, causal=True, eps=0.0) -> tuple[bool, str]:
 
 def born_attention_planar(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = True,
                           eps: float = 0.0) -> torch.Tensor:
-    """Born attention, same contract as the reference: q, k ``c[B, H, T, D]``, v ``c[B, H, T, Dv]`` -> ``c[B, H, T, Dv]``.
+    """Born attention with the reference's contract: q, k ``c[B, H, T, D]``, v ``c[B, H, T, Dv]`` -> ``c[B, H, T, Dv]``.
 
     ``s_km = |sum_d q_kd conj(k_md)|^2``, ``A_km = s_km / (sum_{m' <= k} s_km' + eps)`` (0/0 -> 0), ``O = A V``.
     Call through ``cnet.core.ops.born_attention`` (which validates arguments) rather than directly.

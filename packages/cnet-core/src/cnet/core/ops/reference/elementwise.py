@@ -68,17 +68,19 @@ def hadamard(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 class _SplitGelu(torch.autograd.Function):
     # f(a + ib) = g(a) + i g(b) has df/dz = (g'(a) + g'(b)) / 2 and df/dconj(z) = (g'(a) - g'(b)) / 2, both real.
     # Put into grad_in = conj(G) df/dconj(z) + G conj(df/dz) with G = Gr + i Gi, the cross terms cancel:
-    # grad_in = g'(a) Gr + i g'(b) Gi. That planar product is evaluated with ATen's fused GELU derivative.
+    # grad_in = g'(a) Gr + i g'(b) Gi. That planar product is evaluated with ATen's fused GELU derivative on the
+    # interleaved (re, im) view, which is contiguous, so forward and backward run vectorised.
     @staticmethod
     def forward(ctx, z):
         ctx.save_for_backward(z)
-        return torch.complex(F.gelu(z.real, approximate="tanh"), F.gelu(z.imag, approximate="tanh"))
+        return torch.view_as_complex(F.gelu(torch.view_as_real(z.resolve_conj()), approximate="tanh"))
 
     @staticmethod
     def backward(ctx, grad_out):
         (z,) = ctx.saved_tensors
-        return torch.complex(torch.ops.aten.gelu_backward(grad_out.real.contiguous(), z.real, approximate="tanh"),
-                             torch.ops.aten.gelu_backward(grad_out.imag.contiguous(), z.imag, approximate="tanh"))
+        g = torch.ops.aten.gelu_backward(torch.view_as_real(grad_out.resolve_conj().contiguous()),
+                                         torch.view_as_real(z.resolve_conj()), approximate="tanh")
+        return torch.view_as_complex(g)
 
 
 def cgelu(x: torch.Tensor) -> torch.Tensor:
