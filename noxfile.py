@@ -43,7 +43,7 @@ def tests(session: nox.Session) -> None:
 def demo(session: nox.Session) -> None:
     """Train born-lm on tiny-shakespeare on the CPU (about 8 minutes on 2 cores), then sample and score it."""
     _install(session)
-    session.run("cnet", "train", "born-lm", "--dataset", "tiny_shakespeare", "--output", DEMO_DIR,
+    session.run("cnet", "train", "born-lm", "--dataset", "tiny_shakespeare", "--output", DEMO_DIR, "--overwrite",
                 "--steps", "3000", "--set", "embed_dim=64", "--set", "num_layers=2", "--set", "batch_size=32",
                 "--set", "lr=1e-2", "--set", "eval_every=500", "--set", "max_minutes=9", *session.posargs)
     session.run("cnet", "generate", "--model", DEMO_DIR, "--prompt", "ROMEO:", "--max-new-tokens", "300",

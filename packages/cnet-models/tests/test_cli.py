@@ -66,6 +66,8 @@ def test_errors_are_one_line_and_nothing_saved_is_damaged(trained, tmp_path, cap
     assert main(["train", "born-lm", "--dataset", "tiny_shakespeare", "--output", str(tmp_path / "x"),
                  "--set", "bogus=1"]) == 2
     assert "bogus" in capsys.readouterr().err
+    assert main(["train", "born-lm", "--dataset", "tiny_shakespeare", "--output", str(out), "--steps", "1"]) == 2
+    assert "already holds a checkpoint" in capsys.readouterr().err
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 

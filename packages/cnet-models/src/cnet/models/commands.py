@@ -40,6 +40,7 @@ def configure_train(p) -> None:
     p.add_argument("--data-path", help="explicit data file (first source; then $CNET_DATA_DIR, then the Hub)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a model config field (e.g. embed_dim=64) or a training field (e.g. lr=2e-3); repeatable")
+    p.add_argument("--overwrite", action="store_true", help="replace a checkpoint already in --output")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -69,7 +70,8 @@ def run_train(args) -> int:
     if args.steps is not None:
         train_over["steps"] = args.steps
     summary = train(args.model, args.dataset, args.output, model_overrides=model_over,
-                    train_config=TrainConfig(**train_over), data_path=args.data_path, progress=not args.quiet)
+                    train_config=TrainConfig(**train_over), data_path=args.data_path, progress=not args.quiet,
+                    overwrite=args.overwrite)
     print(json.dumps(summary, indent=2))
     return 0
 

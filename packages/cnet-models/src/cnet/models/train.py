@@ -143,7 +143,7 @@ def score_stream(model, stream: torch.Tensor, *, batch: int = 64, device: str | 
 
 def train(model_name: str, dataset: str, output: str | Path, *, model_overrides: dict | None = None,
           train_config: TrainConfig | None = None, data_path: str | None = None, corpus: Corpus | None = None,
-          progress: bool = True) -> dict:
+          progress: bool = True, overwrite: bool = False) -> dict:
     """Train ``model_name`` on ``dataset`` and keep the best checkpoint in ``output``.
 
     Args:
@@ -157,6 +157,7 @@ def train(model_name: str, dataset: str, output: str | Path, *, model_overrides:
         data_path: explicit data file for the dataset loader.
         corpus: an already loaded :class:`Corpus` (skips loading).
         progress: show a progress bar.
+        overwrite: allow ``output`` to hold an earlier checkpoint, which the new run replaces.
 
     Returns:
         The summary dict (also written to ``summary.json``): best validation loss (nats/token), steps, wall time,
@@ -164,12 +165,15 @@ def train(model_name: str, dataset: str, output: str | Path, *, model_overrides:
 
     Raises:
         KeyError: unknown model or dataset. FileNotFoundError: data not found. ValueError: bad config, a corpus
-        shorter than one window, or ``output`` is a file.
+        shorter than one window, ``output`` is a file, or it holds a checkpoint and ``overwrite`` is false.
     """
     cfg = train_config or TrainConfig()
     output = Path(output)
     if output.exists() and not output.is_dir():
         raise ValueError(f"train: 'output' {output} exists and is not a folder")
+    if (output / "config.json").exists() and not overwrite:
+        raise ValueError(f"train: 'output' {output} already holds a checkpoint; choose another folder or pass "
+                         "--overwrite to replace it")
     accelerator = Accelerator()
     set_seed(cfg.seed)
     corpus = corpus or load_corpus(dataset, path=data_path)
