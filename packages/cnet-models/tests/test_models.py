@@ -38,7 +38,7 @@ def test_shapes_and_finite_loss(name):
     # an untrained real model is close to uniform, loss ~ ln(V); a Born head with Gaussian amplitudes has
     # exponentially distributed |z_y|^2, which adds Euler's gamma = 0.577 nats on average
     expected = math.log(11) + (0.5772 if out.amplitudes is not None else 0.0)
-    assert abs(float(out.loss) - expected) < 0.5
+    assert abs(out.loss.item() - expected) < 0.5
     lp = out.log_probs()
     torch.testing.assert_close(lp.exp().sum(-1), torch.ones(3, 12), atol=1e-5, rtol=0)
 
