@@ -52,11 +52,11 @@ def test_loss_falls_on_a_tiny_batch(name):
     first = None
     for _ in range(60):
         loss = m(w[:, :-1], w[:, 1:]).loss
-        first = float(loss) if first is None else first
+        first = loss.item() if first is None else first
         opt.zero_grad()
         loss.backward()
         opt.step()
-    assert float(loss) < 0.5 * first
+    assert loss.item() < 0.5 * first
 
 
 @pytest.mark.parametrize("name", sorted(SMALL))
