@@ -80,3 +80,44 @@ def test_corrupt_checkpoint_is_reported(trained, tmp_path, capsys):
     (bad / "model.safetensors").write_bytes(b"\x00garbage")
     assert main(["generate", "--model", str(bad), "--prompt", "A"]) == 2
     assert "corrupt" in capsys.readouterr().err
+
+
+def test_set_values_are_typed(excerpt, tmp_path, capsys):
+    out = tmp_path / "typed"
+    assert main(["train", "born-lm", "--dataset", "tiny_shakespeare", "--data-path", str(excerpt), "--output",
+                 str(out), "--steps", "2", *TINY, "--set", "rope=False", "--set", "learned_positions=True"]) == 0
+    cfg = json.loads((out / "config.json").read_text())["config"]
+    assert cfg["rope"] is False and cfg["learned_positions"] is True
+    capsys.readouterr()
+    assert main(["train", "born-lm", "--dataset", "tiny_shakespeare", "--data-path", str(excerpt), "--output",
+                 str(tmp_path / "y"), "--set", "lr=fast"]) == 2
+    assert "field 'lr' expects float" in capsys.readouterr().err
+    assert main(["train", "born-lm", "--dataset", "tiny_shakespeare", "--data-path", str(excerpt), "--output",
+                 str(tmp_path / "y"), "--steps", "3", "--set", "steps=4"]) == 2
+    assert "disagree" in capsys.readouterr().err
+
+
+def test_divergence_is_an_error_and_keeps_the_old_checkpoint(trained, excerpt, capsys):
+    out, _ = trained
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    rc = main(["train", "born-lm", "--dataset", "tiny_shakespeare", "--data-path", str(excerpt), "--output",
+               str(out), "--overwrite", "--steps", "30", *TINY, "--set", "lr=1e30", "--set", "grad_clip=0"])
+    assert rc == 2
+    assert "loss became" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_eval_and_generate_errors(trained, tmp_path, capsys):
+    out, _ = trained
+    tiny = tmp_path / "tiny.txt"
+    tiny.write_text("ROMEO: hi!")   # 10 characters: the held-out split holds 1, nothing to score
+    assert main(["eval", "--model", str(out), "--dataset", "tiny_shakespeare", "--data-path", str(tiny)]) == 2
+    assert "at least 2" in capsys.readouterr().err
+    assert main(["eval", "--model", str(out), "--dataset", "tiny_shakespeare", "--batch-size", "0",
+                 "--data-path", str(tiny)]) == 2
+    assert "batch" in capsys.readouterr().err
+    vocab = json.loads((out / "vocab.json").read_text())
+    vocab["chars"] = vocab["chars"][:5]
+    (out / "vocab.json").write_text(json.dumps(vocab))
+    assert main(["generate", "--model", str(out), "--prompt", vocab["chars"][1]]) == 2
+    assert "vocab.json has 5 symbols" in capsys.readouterr().err

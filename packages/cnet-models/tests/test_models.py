@@ -98,6 +98,63 @@ def test_generate(name):
     assert torch.equal(greedy1, greedy2)
 
 
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_prefix_scores_as_the_start_of_a_full_window(name):
+    # generation and scoring feed windows shorter than the context; they must agree with the full window
+    torch.manual_seed(0)
+    m = cm.create(name, vocab_size=11, **SMALL[name]).eval()
+    x = _batch(11)[:, :-1]
+    torch.testing.assert_close(m(x[:, :5]).log_probs(), m(x).log_probs()[:, :5], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("embed_dim,num_layers", [(16, 1), (32, 2), (64, 3), (128, 6)])
+def test_real_fnet_matches_complex_fnet_at_any_size(embed_dim, num_layers):
+    c = count_parameters(cm.create("complex-fnet", embed_dim=embed_dim, num_layers=num_layers))
+    r = count_parameters(cm.create("real-fnet", embed_dim=embed_dim, num_layers=num_layers))
+    assert abs(c["real_scalars"] - r["real_scalars"]) / c["real_scalars"] < 0.01
+
+
+def test_config_values_are_coerced_or_refused():
+    m = cm.create("born-lm", vocab_size=11, embed_dim="16", rope="False", learned_positions="true", floor="0")
+    assert m.config.embed_dim == 16 and m.config.rope is False and m.config.learned_positions is True
+    assert m.config.floor == 0.0
+    with pytest.raises(ValueError, match="field 'embed_dim' expects int, got 'big'"):
+        cm.create("born-lm", embed_dim="big")
+    with pytest.raises(ValueError, match="field 'rope' expects bool"):
+        cm.create("born-lm", rope="maybe")
+    for bad in (dict(embed_dim=0), dict(context=0), dict(init_std=0.0), dict(floor=1.0)):
+        with pytest.raises(ValueError):
+            cm.create("born-lm", **bad)
+    with pytest.raises(ValueError, match="embed_dim"):
+        cm.create("real-fnet", embed_dim=0)
+    with pytest.raises(ValueError, match="context"):
+        cm.create("complex-fnet", context=0)
+
+
+def test_load_refuses_a_config_that_does_not_fit_the_weights(tmp_path):
+    m = cm.create("born-lm", vocab_size=11, **SMALL["born-lm"])
+    cm.save(m, tmp_path / "ck")
+    cfg = json.loads((tmp_path / "ck" / "config.json").read_text())
+    cfg["config"]["embed_dim"] = 24
+    (tmp_path / "ck" / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match="corrupt checkpoint .*needs"):
+        cm.load(tmp_path / "ck")
+    cfg["config"]["embed_dim"] = "sixteen"
+    (tmp_path / "ck" / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match="corrupt checkpoint .*embed_dim"):
+        cm.load(tmp_path / "ck")
+
+
+def test_generate_rejects_bad_arguments():
+    m = cm.create("born-lm", vocab_size=11, **SMALL["born-lm"])
+    with pytest.raises(ValueError, match="temperature"):
+        m.generate(torch.tensor([[1]]), 3, temperature=float("nan"))
+    with pytest.raises(TypeError, match="i\\[B, T0\\]"):
+        m.generate(torch.tensor([1, 2]), 3)
+    out = m.generate(torch.tensor([[1, 2]], dtype=torch.int8), 2, temperature=0)
+    assert out.shape == (1, 4)
+
+
 def test_fnet_twins_parameter_matched_within_one_percent():
     c = count_parameters(cm.create("complex-fnet"))
     r = count_parameters(cm.create("real-fnet"))

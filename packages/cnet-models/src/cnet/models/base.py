@@ -16,25 +16,28 @@ def count_parameters(module: nn.Module) -> dict[str, int]:
     """Parameter counts of ``module`` in real scalars (a complex parameter counts twice).
 
     Returns:
-        ``{"real_scalars": total, "complex_scalars": complex parameters' real scalars, "complex_share": float}``
-        where ``complex_share`` is the fraction of real scalars that belong to complex parameters.
+        ``{"real_scalars": total, "complex_parameters": number of complex entries, "complex_share": float}``
+        where ``complex_share`` is the fraction of real scalars that belong to complex parameters (the PCT
+        paper's measure).
     """
     total = cplx = 0
     for p in module.parameters():
-        n = p.numel() * (2 if p.is_complex() else 1)
-        total += n
-        cplx += n if p.is_complex() else 0
-    return {"real_scalars": total, "complex_scalars": cplx, "complex_share": cplx / total if total else 0.0}
+        total += p.numel() * (2 if p.is_complex() else 1)
+        cplx += p.numel() if p.is_complex() else 0
+    return {"real_scalars": total, "complex_parameters": cplx, "complex_share": 2 * cplx / total if total else 0.0}
 
 
 class LanguageModel(nn.Module):
     """A causal language model over ``i[B, T]`` token ids with a fixed maximum context.
 
     Subclasses set ``self.config`` (a dataclass with ``vocab_size`` and ``context``) and implement
-    :meth:`forward` returning :class:`LMOutput`.
+    :meth:`forward` returning :class:`LMOutput`. A model whose outputs depend on the window length (a Fourier
+    mixer over the whole window) sets ``fixed_window = True`` and calls :meth:`pad_to_context`, so a shorter
+    input is scored exactly as the first positions of a full window.
     """
 
     config: object
+    fixed_window: bool = False
 
     def check_ids(self, ids: torch.Tensor, name: str = "ids") -> None:
         """Validate a batch of token ids ``i[B, T]``.
@@ -42,7 +45,8 @@ class LanguageModel(nn.Module):
         Raises:
             TypeError: not an integer tensor. ValueError: wrong rank, T above the context, id out of range.
         """
-        if not isinstance(ids, torch.Tensor) or ids.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
+        if not isinstance(ids, torch.Tensor) or ids.dtype.is_floating_point or ids.is_complex() \
+                or ids.dtype == torch.bool:
             raise TypeError(f"{type(self).__name__}: '{name}' must be an integer tensor i[B, T], got "
                             f"{getattr(ids, 'dtype', type(ids).__name__)}")
         if ids.dim() != 2:
@@ -52,6 +56,11 @@ class LanguageModel(nn.Module):
                              f"{self.config.context}")
         if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.config.vocab_size):
             raise ValueError(f"{type(self).__name__}: '{name}' holds ids outside [0, {self.config.vocab_size})")
+
+    def pad_to_context(self, ids: torch.Tensor) -> torch.Tensor:
+        """Right-pad ``i[B, T]`` with id 0 to ``i[B, context]``; causality keeps positions ``< T`` unaffected."""
+        pad = self.config.context - ids.shape[1]
+        return torch.nn.functional.pad(ids, (0, pad)) if pad > 0 else ids
 
     def config_dict(self) -> dict:
         """The configuration as a JSON-able dict."""
@@ -73,13 +82,17 @@ class LanguageModel(nn.Module):
             ``i[B, T0 + max_new_tokens]`` the prompt followed by the sampled tokens.
 
         Raises:
-            ValueError: empty prompt, negative ``max_new_tokens`` or ``temperature``, bad ``top_k``.
+            ValueError: empty prompt, negative ``max_new_tokens``, ``temperature`` negative or not finite, bad
+            ``top_k``. TypeError: ``ids`` is not an integer tensor ``i[B, T0]``.
         """
+        if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
+            raise TypeError(f"generate: 'ids' must be an integer tensor i[B, T0], got {getattr(ids, 'shape', ids)}")
         self.check_ids(ids[:, -self.config.context:], "ids")
         if ids.shape[1] == 0:
             raise ValueError("generate: the prompt 'ids' must hold at least one token")
-        if max_new_tokens < 0 or temperature < 0:
-            raise ValueError("generate: 'max_new_tokens' and 'temperature' must be >= 0")
+        if max_new_tokens < 0 or not 0 <= temperature < float("inf"):
+            raise ValueError(f"generate: need max_new_tokens >= 0 and a finite temperature >= 0, got "
+                             f"{max_new_tokens}, {temperature}")
         if top_k is not None and not 1 <= top_k <= self.config.vocab_size:
             raise ValueError(f"generate: 'top_k' must be in [1, {self.config.vocab_size}], got {top_k}")
         was_training = self.training

@@ -22,6 +22,7 @@ from torch import nn
 
 from cnet.core import nn as cnn
 from cnet.models.base import LanguageModel
+from cnet.models.config import require_positive
 from cnet.models.output import LMOutput
 
 __all__ = ["BornLMConfig", "BornLM"]
@@ -44,6 +45,17 @@ class BornLMConfig:
     attn_eps: float = 0.0         # Born attention normaliser epsilon
     floor: float = 1e-3           # probability floor of the Born loss (gradient only)
     init_std: float = 0.02        # N(0, std^2) per real and imaginary part
+
+    def __post_init__(self) -> None:
+        require_positive("born-lm", vocab_size=self.vocab_size - 1, context=self.context, embed_dim=self.embed_dim,
+                         num_layers=self.num_layers, num_heads=self.num_heads, ffn_mult=self.ffn_mult,
+                         rope_base=self.rope_base, init_std=self.init_std)
+        if not 0 <= self.floor < 1 or self.attn_eps < 0:
+            raise ValueError(f"born-lm: need 0 <= floor < 1 and attn_eps >= 0, got {self.floor}, {self.attn_eps}")
+        qk = self.qk_dim or self.embed_dim // 2
+        if qk < 1 or qk % self.num_heads:
+            raise ValueError(f"born-lm: num_heads={self.num_heads} must divide the Q/K/V width {qk} "
+                             "(qk_dim, or embed_dim // 2)")
 
 
 class _Block(nn.Module):
@@ -72,11 +84,6 @@ class BornLM(LanguageModel):
     def __init__(self, config: BornLMConfig) -> None:
         super().__init__()
         self.config = c = config
-        if c.embed_dim < 2 or c.num_layers < 1 or c.context < 1 or c.vocab_size < 2:
-            raise ValueError(f"born-lm: invalid config {c}")
-        qk = c.qk_dim or c.embed_dim // 2
-        if qk % c.num_heads:
-            raise ValueError(f"born-lm: num_heads={c.num_heads} must divide the Q/K/V width {qk} (qk_dim or E//2)")
         self.embed = cnn.Embedding(c.vocab_size, c.embed_dim, init_std=c.init_std)
         self.pos = nn.Parameter(torch.zeros(c.context, c.embed_dim, dtype=torch.complex64)) \
             if c.learned_positions else None

@@ -46,33 +46,36 @@ def configure_train(p) -> None:
 
 def _split_overrides(model: str, sets: dict):
     from cnet.core.plugins import registries
+    from cnet.models.config import coerce_fields
     from cnet.models.train import TrainConfig
 
     model_fields = {f.name for f in dataclasses.fields(registries().models.get(model)["config"])}
     train_fields = {f.name for f in dataclasses.fields(TrainConfig)}
-    model_over, train_over = {}, {}
-    for k, v in sets.items():
-        if k in train_fields:
-            train_over[k] = v
-        elif k in model_fields:
-            model_over[k] = v
-        else:
-            raise ValueError(f"--set {k}: not a field of {model!r} ({', '.join(sorted(model_fields))}) "
-                             f"nor of training ({', '.join(sorted(train_fields))})")
+    unknown = sorted(set(sets) - model_fields - train_fields)
+    if unknown:
+        raise ValueError(f"--set {', '.join(unknown)}: not a field of {model!r} ({', '.join(sorted(model_fields))}) "
+                         f"nor of training ({', '.join(sorted(train_fields))})")
+    model_over = {k: v for k, v in sets.items() if k in model_fields and k not in train_fields}
+    train_over = coerce_fields(TrainConfig, {k: v for k, v in sets.items() if k in train_fields}, "training")
     return model_over, train_over
 
 
 def run_train(args) -> int:
-    """Run ``cnet train``; prints the summary as JSON."""
+    """Run ``cnet train``; the main process prints the summary as JSON."""
+    from accelerate import PartialState
+
     from cnet.models.train import TrainConfig, train
 
     model_over, train_over = _split_overrides(args.model, parse_sets(args.set))
     if args.steps is not None:
+        if train_over.get("steps", args.steps) != args.steps:
+            raise ValueError(f"--steps {args.steps} and --set steps={train_over['steps']} disagree; give one")
         train_over["steps"] = args.steps
     summary = train(args.model, args.dataset, args.output, model_overrides=model_over,
                     train_config=TrainConfig(**train_over), data_path=args.data_path, progress=not args.quiet,
                     overwrite=args.overwrite)
-    print(json.dumps(summary, indent=2))
+    if PartialState().is_main_process:
+        print(json.dumps(summary, indent=2))
     return 0
 
 
@@ -82,7 +85,13 @@ def _load_with_vocab(folder: str):
     from cnet.models.registry import load
 
     model = load(folder)
-    vocab = CharVocab.from_json(read_sidecar(folder, "vocab.json"))
+    try:
+        vocab = CharVocab.from_json(read_sidecar(folder, "vocab.json"))
+    except (TypeError, KeyError, ValueError) as exc:
+        raise ValueError(f"corrupt checkpoint {folder}: vocab.json: {exc}") from None
+    if len(vocab) != model.config.vocab_size:
+        raise ValueError(f"corrupt checkpoint {folder}: vocab.json has {len(vocab)} symbols, the model "
+                         f"{model.config.vocab_size}")
     return model, vocab
 
 
@@ -120,13 +129,12 @@ def configure_eval(p) -> None:
 def run_eval(args) -> int:
     """Run ``cnet eval``: nats/char (and bits/char) over the whole split, every character scored once."""
     from cnet.data import load
-    from cnet.models.corpus import encode_text
+    from cnet.models.corpus import encode_text, split_text
     from cnet.models.train import score_stream
 
     model, vocab = _load_with_vocab(args.model)
     options = {"path": args.data_path} if args.data_path else {}
-    ds = load(args.dataset, args.split, **options)
-    stream = encode_text(vocab, "".join(ds["text"]))
+    stream = encode_text(vocab, split_text(load(args.dataset, args.split, **options), args.dataset, args.split))
     device = "cuda" if torch.cuda.is_available() else "cpu"
     res = score_stream(model.to(device), stream, batch=args.batch_size, device=device)
     res = {"model": str(Path(args.model)), "dataset": args.dataset, "split": args.split,

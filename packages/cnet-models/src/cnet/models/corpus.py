@@ -8,7 +8,7 @@ import torch
 
 from cnet.data import CharVocab, load
 
-__all__ = ["Corpus", "load_corpus", "encode_text"]
+__all__ = ["Corpus", "load_corpus", "encode_text", "split_text"]
 
 
 @dataclass
@@ -20,7 +20,12 @@ class Corpus:
     vocab: CharVocab
 
 
-def _text(dataset, name: str, split: str) -> str:
+def split_text(dataset, name: str, split: str) -> str:
+    """The text of one split (rows of the ``text`` column joined).
+
+    Raises:
+        ValueError: no ``text`` column (e.g. a byte dataset), or the split is empty.
+    """
     if "text" not in dataset.column_names:
         raise ValueError(f"dataset {name!r} split {split!r} has no 'text' column (columns: {dataset.column_names}); "
                          "character language models need text")
@@ -48,7 +53,7 @@ def load_corpus(name: str, *, path: str | None = None, vocab: CharVocab | None =
         character outside a given ``vocab``.
     """
     options = {"path": path} if path else {}
-    train = _text(load(name, "train", **options), name, "train")
-    val = _text(load(name, "validation", **options), name, "validation")
+    train = split_text(load(name, "train", **options), name, "train")
+    val = split_text(load(name, "validation", **options), name, "validation")
     vocab = vocab or CharVocab.from_text(train + val)
     return Corpus(encode_text(vocab, train), encode_text(vocab, val), vocab)

@@ -28,9 +28,10 @@ from torch import nn
 
 from cnet.core import nn as cnn
 from cnet.models.base import LanguageModel
+from cnet.models.config import require_positive
 from cnet.models.output import LMOutput
 
-__all__ = ["ComplexFNetConfig", "ComplexFNet", "RealFNetConfig", "RealFNet"]
+__all__ = ["ComplexFNetConfig", "ComplexFNet", "RealFNetConfig", "RealFNet", "matched_ffn_dim"]
 
 
 @dataclass
@@ -46,6 +47,13 @@ class ComplexFNetConfig:
     mixer_method: str = "bluestein"  # causal DFT algorithm: "bluestein" (O(N log N)) or "direct"
     init_std: float = 0.02
     floor: float = 0.0            # Born-loss probability floor (gradient only)
+
+    def __post_init__(self) -> None:
+        require_positive("complex-fnet", vocab_size=self.vocab_size - 1, context=self.context,
+                         embed_dim=self.embed_dim, num_layers=self.num_layers, ffn_mult=self.ffn_mult,
+                         init_std=self.init_std)
+        if not 0 <= self.floor < 1:
+            raise ValueError(f"complex-fnet: need 0 <= floor < 1, got {self.floor}")
 
 
 class _ComplexBlock(nn.Module):
@@ -69,9 +77,11 @@ class _ComplexBlock(nn.Module):
 class ComplexFNet(LanguageModel):
     """Complex causal FNet: ``i[B, T]`` -> ``c[B, T, V]`` Born amplitudes; loss in nats per token.
 
-    The mixer acts on the whole window, so inputs shorter than ``context`` are allowed (the causal DFT of a
-    shorter stream), but its output depends on the window length: train and score at the full context.
+    The causal DFT's roots of unity depend on the stream length, so an input shorter than ``context`` is padded
+    on the right to the full window and the outputs of its own positions are returned (exact, by causality).
     """
+
+    fixed_window = True
 
     def __init__(self, config: ComplexFNetConfig) -> None:
         super().__init__()
@@ -86,10 +96,11 @@ class ComplexFNet(LanguageModel):
     def forward(self, ids: torch.Tensor, targets: torch.Tensor | None = None) -> LMOutput:
         """See the class docstring; raises ``ValueError``/``TypeError`` on malformed ids or targets."""
         self.check_ids(ids)
-        h = self.embed(ids) + self.pos[: ids.shape[1]]
+        t = ids.shape[1]
+        h = self.embed(self.pad_to_context(ids)) + self.pos
         for block in self.blocks:
             h = block(h)
-        z = self.head(h)
+        z = self.head(h[:, :t])
         loss = None
         if targets is not None:
             self.check_ids(targets, "targets")
@@ -99,14 +110,34 @@ class ComplexFNet(LanguageModel):
 
 @dataclass
 class RealFNetConfig:
-    """Configuration of :class:`RealFNet`; the default FFN width 1041 matches complex-fnet's default count."""
+    """Configuration of :class:`RealFNet`; by default its FFN width matches the parameter count of a complex-fnet
+    with the same vocabulary, context, width and depth (``ffn_mult=4``): 1041 at the defaults, 0.03% apart."""
 
     vocab_size: int = 65
     context: int = 64
     embed_dim: int = 128
     num_layers: int = 6
-    ffn_dim: int = 1041           # hidden width of the token-wise FFN (matches complex-fnet to 0.1%)
+    ffn_dim: int | None = None    # hidden width of the token-wise FFN; None: parameter-matched (see above)
     init_std: float = 0.02
+
+    def __post_init__(self) -> None:
+        require_positive("real-fnet", vocab_size=self.vocab_size - 1, context=self.context,
+                         embed_dim=self.embed_dim, num_layers=self.num_layers, init_std=self.init_std)
+        if self.ffn_dim is None:
+            self.ffn_dim = matched_ffn_dim(self)
+        require_positive("real-fnet", ffn_dim=self.ffn_dim)
+
+
+def matched_ffn_dim(c: RealFNetConfig, ffn_mult: int = 4) -> int:
+    """The FFN width at which real-fnet has as many real parameters as complex-fnet with the same sizes.
+
+    Per block complex-fnet holds ``2 (2 E m E + m E + E)`` real scalars (``m = ffn_mult``) and real-fnet
+    ``2 E F + F + E``; the complex embedding, position table and head hold ``V E + T E + E V + V`` more.
+    """
+    e, v, t, n = c.embed_dim, c.vocab_size, c.context, c.num_layers
+    complex_block = 2 * (2 * e * ffn_mult * e + ffn_mult * e + e)
+    extra = v * e + t * e + e * v + v
+    return max(1, round((n * (complex_block - e) + extra) / (n * (2 * e + 1))))
 
 
 class _RealBlock(nn.Module):
@@ -122,7 +153,12 @@ class _RealBlock(nn.Module):
 
 
 class RealFNet(LanguageModel):
-    """Real causal FNet twin: ``i[B, T]`` -> ``r[B, T, V]`` logits; softmax cross-entropy in nats per token."""
+    """Real causal FNet twin: ``i[B, T]`` -> ``r[B, T, V]`` logits; softmax cross-entropy in nats per token.
+
+    Shorter inputs are padded to the full window like :class:`ComplexFNet`'s.
+    """
+
+    fixed_window = True
 
     def __init__(self, config: RealFNetConfig) -> None:
         super().__init__()
@@ -140,10 +176,11 @@ class RealFNet(LanguageModel):
     def forward(self, ids: torch.Tensor, targets: torch.Tensor | None = None) -> LMOutput:
         """See the class docstring; raises ``ValueError``/``TypeError`` on malformed ids or targets."""
         self.check_ids(ids)
-        h = self.embed(ids) + self.pos[: ids.shape[1]]
+        t = ids.shape[1]
+        h = self.embed(self.pad_to_context(ids)) + self.pos
         for block in self.blocks:
             h = block(h)
-        logits = self.head(h)
+        logits = self.head(h[:, :t])
         loss = None
         if targets is not None:
             self.check_ids(targets, "targets")

@@ -10,10 +10,12 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import torch
 from torch import nn
 
 from cnet.core.checkpoint import load_folder, save_folder
 from cnet.core.plugins import registries
+from cnet.models.config import coerce_fields
 
 __all__ = ["create", "list_models", "save", "load", "model_name"]
 
@@ -26,12 +28,7 @@ def list_models() -> list[str]:
 def _build_config(name: str, overrides: dict):
     entry = registries().models.get(name)
     cfg_cls = entry["config"]
-    fields = {f.name for f in dataclasses.fields(cfg_cls)}
-    unknown = sorted(set(overrides) - fields)
-    if unknown:
-        raise ValueError(f"model {name!r} has no config field(s) {', '.join(unknown)}; "
-                         f"fields: {', '.join(sorted(fields))}")
-    return entry, cfg_cls(**overrides)
+    return entry, cfg_cls(**coerce_fields(cfg_cls, overrides, f"model {name!r}"))
 
 
 def create(name: str, **overrides) -> nn.Module:
@@ -43,7 +40,8 @@ def create(name: str, **overrides) -> nn.Module:
 
     Raises:
         KeyError: unknown model name (the message lists the known ones).
-        ValueError: an override that is not a config field, or a config the model rejects.
+        ValueError: an override that is not a config field, a value of the wrong type, or a config the model
+            rejects.
     """
     entry, cfg = _build_config(name, overrides)
     model = entry["obj"](cfg)
@@ -82,16 +80,30 @@ def load(folder: str | Path, *, map_location: str = "cpu") -> nn.Module:
     """Load a model saved by :func:`save`.
 
     Raises:
-        FileNotFoundError: missing folder or files. ValueError: corrupt files, or a state dict that does not
-        fit the config. KeyError: the folder names a model that is not installed.
+        FileNotFoundError: missing folder or files. ValueError: corrupt files, an invalid config, or a tensor
+        whose name, shape or dtype does not fit the config. KeyError: the folder names a model that is not installed.
     """
     ckpt = load_folder(folder, map_location=map_location)
     name = ckpt.config.get("model")
     if not isinstance(name, str) or not isinstance(ckpt.config.get("config"), dict):
         raise ValueError(f"corrupt checkpoint {folder}: config.json lacks 'model' and 'config'")
-    model = create(name, **ckpt.config["config"])
-    missing, unexpected = model.load_state_dict(ckpt.state_dict, strict=False)
+    try:
+        model = create(name, **ckpt.config["config"])
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"corrupt checkpoint {folder}: config.json does not describe a valid {name!r}: "
+                         f"{exc}") from None
+    _check_state(folder, name, model.state_dict(), ckpt.state_dict)
+    model.load_state_dict(ckpt.state_dict)
+    return model
+
+
+def _check_state(folder, name: str, expected: dict[str, torch.Tensor], found: dict[str, torch.Tensor]) -> None:
+    missing, unexpected = sorted(set(expected) - set(found)), sorted(set(found) - set(expected))
     if missing or unexpected:
         raise ValueError(f"corrupt checkpoint {folder}: state dict does not fit {name!r} "
-                         f"(missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]})")
-    return model
+                         f"(missing {missing[:5]}, unexpected {unexpected[:5]})")
+    for key, ref in expected.items():
+        t = found[key]
+        if t.shape != ref.shape or t.dtype != ref.dtype:
+            raise ValueError(f"corrupt checkpoint {folder}: tensor {key!r} is {t.dtype}{list(t.shape)}, the config "
+                             f"of {name!r} needs {ref.dtype}{list(ref.shape)}")

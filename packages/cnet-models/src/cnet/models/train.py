@@ -27,6 +27,7 @@ from accelerate import Accelerator
 from accelerate.utils import set_seed
 from tqdm.auto import tqdm
 
+from cnet.core.checkpoint import atomic_write
 from cnet.models.corpus import Corpus, load_corpus
 from cnet.models.registry import create, save
 
@@ -122,7 +123,14 @@ def score_stream(model, stream: torch.Tensor, *, batch: int = 64, device: str | 
 
     Returns:
         ``{"nats_per_token": float, "bits_per_token": float, "tokens": int}``.
+
+    Raises:
+        ValueError: ``batch`` < 1, or the stream has fewer than two tokens (nothing to score).
     """
+    if batch < 1:
+        raise ValueError(f"score_stream: 'batch' must be >= 1, got {batch}")
+    if stream.numel() < 2:
+        raise ValueError(f"score_stream: the stream has {stream.numel()} token(s); at least 2 are needed to score one")
     model.eval()
     ctx = model.config.context
     total, count = 0.0, 0
@@ -137,8 +145,14 @@ def score_stream(model, stream: torch.Tensor, *, batch: int = 64, device: str | 
         w = stream[s:][None].to(device)
         total += float(model(w[:, :-1], w[:, 1:]).loss) * (w.shape[1] - 1)
         count += w.shape[1] - 1
-    nats = total / max(count, 1)
+    nats = total / count
     return {"nats_per_token": nats, "bits_per_token": nats / math.log(2), "tokens": count}
+
+
+def _require_finite(what: str, value: float, step: int) -> None:
+    if not math.isfinite(value):
+        raise ValueError(f"train: the {what} loss became {value} at step {step}; the folder keeps the last good "
+                         "checkpoint (try a lower lr, a probability floor, or gradient clipping)")
 
 
 def train(model_name: str, dataset: str, output: str | Path, *, model_overrides: dict | None = None,
@@ -165,7 +179,8 @@ def train(model_name: str, dataset: str, output: str | Path, *, model_overrides:
 
     Raises:
         KeyError: unknown model or dataset. FileNotFoundError: data not found. ValueError: bad config, a corpus
-        shorter than one window, ``output`` is a file, or it holds a checkpoint and ``overwrite`` is false.
+        shorter than one window, ``output`` is a file, it holds a checkpoint and ``overwrite`` is false, or the
+        loss became NaN or infinite (the folder then keeps the last good checkpoint).
     """
     cfg = train_config or TrainConfig()
     output = Path(output)
@@ -190,12 +205,9 @@ def train(model_name: str, dataset: str, output: str | Path, *, model_overrides:
                                   weight_decay=cfg.weight_decay)
     model, optimizer = accelerator.prepare(model, optimizer)
     gen = torch.Generator().manual_seed(cfg.seed * 1000 + accelerator.process_index)
-    if accelerator.is_main_process:
-        output.mkdir(parents=True, exist_ok=True)
-        (output / "metrics.jsonl").write_text("")
     sidecars = {"vocab.json": corpus.vocab.to_json(),
                 "training.json": {"dataset": dataset, "train_config": dataclasses.asdict(cfg)}}
-    best, best_step = float("inf"), 0
+    best, best_step, history = float("inf"), 0, []
     start = time.perf_counter()
     eval_time = 0.0
     time_fraction = 0.0
@@ -214,7 +226,8 @@ def train(model_name: str, dataset: str, output: str | Path, *, model_overrides:
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
-        train_loss = float(loss.detach())
+        train_loss = float(accelerator.reduce(loss.detach(), "mean"))
+        _require_finite("training", train_loss, step)
         bar.update(1)
         if cfg.max_minutes > 0:
             used = torch.tensor((time.perf_counter() - start) / (60 * cfg.max_minutes), device=accelerator.device)
@@ -223,15 +236,20 @@ def train(model_name: str, dataset: str, output: str | Path, *, model_overrides:
             t0 = time.perf_counter()
             val = _held_out_loss(model, val_windows, cfg.batch_size, accelerator)
             eval_time += time.perf_counter() - t0
+            _require_finite("held-out", val, step)
             record = {"step": step, "train_loss": train_loss, "val_loss": val, "lr": lr,
                       "elapsed_s": round(time.perf_counter() - start, 2)}
+            history.append(record)
             bar.set_postfix(train=f"{train_loss:.3f}", val=f"{val:.3f}")
+            improved = val < best
+            if improved:
+                best, best_step = val, step
             if accelerator.is_main_process:
-                with open(output / "metrics.jsonl", "a") as fh:
-                    fh.write(json.dumps(record) + "\n")
-                if val < best:
-                    best, best_step = val, step
+                # The checkpoint first, then the whole log in one atomic write: an interrupted run leaves the
+                # folder's earlier files as they were until it has a checkpoint of its own.
+                if improved:
                     save(accelerator.unwrap_model(model), output, sidecars={**sidecars, "metrics.json": record})
+                atomic_write(output / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in history))
     bar.close()
     wall = time.perf_counter() - start
     summary = {"model": model_name, "dataset": dataset, "best_val_loss": best, "best_step": best_step,
@@ -240,7 +258,7 @@ def train(model_name: str, dataset: str, output: str | Path, *, model_overrides:
                "parameters": counts, "device": str(accelerator.device), "processes": accelerator.num_processes,
                "unit": "nats/token"}
     if accelerator.is_main_process:
-        (output / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        atomic_write(output / "summary.json", json.dumps(summary, indent=2) + "\n")
     accelerator.wait_for_everyone()
     return summary
 
