@@ -20,13 +20,15 @@ def _qkv(b=2, h=2, t=7, d=3, dv=4, seed=0):
     return _randc(b, h, t, d, seed=seed), _randc(b, h, t, d, seed=seed + 1), _randc(b, h, t, dv, seed=seed + 2)
 
 
-def _born_loop(q, k, v, causal=True, eps=0.0):
-    """Direct form: one query row at a time, scores from explicit inner products."""
+def _born_loop(q, k, v, causal=True, eps=0.0, decay=None):
+    """Direct form: one query row at a time, scores from explicit inner products (decay: list of per-head rates)."""
     b_n, h_n, t_n, _ = q.shape
     out = torch.full((b_n, h_n, t_n, v.shape[-1]), complex("nan"), dtype=v.dtype)
     for b, h, i in itertools.product(range(b_n), range(h_n), range(t_n)):
         keys = range(i + 1) if causal else range(t_n)
         scores = [abs(torch.vdot(k[b, h, m], q[b, h, i]).item()) ** 2 for m in keys]
+        if decay is not None:
+            scores = [s * decay[h] ** (i - m) for m, s in zip(keys, scores, strict=True)]
         norm = sum(scores) + eps
         row = torch.zeros(v.shape[-1], dtype=v.dtype)
         if norm > 0:
@@ -36,11 +38,14 @@ def _born_loop(q, k, v, causal=True, eps=0.0):
     return out
 
 
-def _born_autograd(q, k, v, causal=True, eps=0.0):
-    """The same rule through plain complex autograd (safe denominators give the 0/0 -> 0 rule)."""
+def _born_autograd(q, k, v, causal=True, eps=0.0, decay=None):
+    """The same rule through plain complex autograd (safe denominators give the 0/0 -> 0 rule; decay r[H])."""
     s = (q @ k.conj().transpose(-1, -2)).abs() ** 2
     if causal:
         s = s.tril()
+    if decay is not None:
+        lag = torch.arange(q.shape[-2])
+        s = s * decay[:, None, None] ** (lag[:, None] - lag).clamp(min=0)
     n = s.sum(-1, keepdim=True) + eps
     return (s / torch.where(n > 0, n, torch.ones_like(n))).to(v.dtype) @ v
 
@@ -160,6 +165,71 @@ _GOOD = _qkv(b=1, h=1, t=3, d=2, dv=2)
 def test_born_attention_bad_input(args, kwargs, exc, words):
     with pytest.raises(exc, match=words):
         born_attention(*args, **kwargs)
+
+
+_RATES = [0.9, 0.35]  # one per head of _qkv()
+
+
+@pytest.mark.parametrize("decay", [0.6, torch.tensor(_RATES, dtype=torch.float64)], ids=["float", "per-head"])
+@pytest.mark.parametrize("eps", [0.0, 0.4])
+def test_born_attention_decay_matches_loop(decay, eps):
+    q, k, v = _qkv(seed=21)
+    rates = [decay] * 2 if isinstance(decay, float) else decay.tolist()
+    torch.testing.assert_close(born_attention(q, k, v, eps=eps, decay=decay), _born_loop(q, k, v, True, eps, rates),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_born_attention_decay_one_is_bit_identical_to_none():
+    inputs = _qkv(seed=22)
+    g = _randc(2, 2, 7, 4, seed=23)
+    results = []
+    for decay in (None, 1.0, torch.ones(2)):
+        leaves = [t.clone().requires_grad_(True) for t in inputs]
+        out = born_attention(*leaves, eps=0.2, decay=decay)
+        out.backward(g)
+        results.append([out.detach()] + [t.grad for t in leaves])
+    for other in results[1:]:
+        assert all(torch.equal(a, b) for a, b in zip(results[0], other, strict=True))
+
+
+def test_born_attention_decay_gradcheck():
+    q, k, v = _qkv(b=1, h=2, t=5, d=3, dv=2, seed=24)
+    gradcheck(born_attention, [q, k, v], {"eps": 0.2, "decay": torch.tensor([0.7, 0.95])}).raise_if_failed()
+
+
+def test_born_attention_decay_grads_match_plain_autograd():
+    inputs = _qkv(b=2, h=2, t=9, d=5, dv=3, seed=25)
+    g = _randc(2, 2, 9, 3, seed=26)
+    grads = []
+    for fn in (born_attention, _born_autograd):
+        leaves = [t.clone().requires_grad_(True) for t in inputs]
+        fn(*leaves, eps=0.1, decay=torch.tensor(_RATES, dtype=torch.float64)).backward(g)
+        grads.append([t.grad for t in leaves])
+    for ours, ref in zip(*grads, strict=True):
+        torch.testing.assert_close(ours, ref, rtol=1e-10, atol=1e-12)
+
+
+def test_born_attention_tiny_decay_attends_to_the_current_token_only():
+    q, k, v = _qkv(seed=27)
+    torch.testing.assert_close(born_attention(q, k, v, decay=1e-9), v, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("kwargs, exc, words", [
+    ({"decay": 0.9, "causal": False}, ValueError, "'decay' needs causal=True"),
+    ({"decay": 0.0}, ValueError, "'decay' must lie in \\(0, 1\\]"),
+    ({"decay": 1.5}, ValueError, "'decay' must lie in \\(0, 1\\]"),
+    ({"decay": float("nan")}, ValueError, "'decay' must lie in \\(0, 1\\]"),
+    ({"decay": torch.tensor([0.5, -0.1])}, ValueError, "'decay' must lie in \\(0, 1\\]"),
+    ({"decay": torch.tensor([0.5, 0.5, 0.5])}, ValueError, "'decay' must be r\\[H\\] with H=2"),
+    ({"decay": torch.tensor([0.5, 0.5], requires_grad=True)}, ValueError, "fixed constant"),
+    ({"decay": torch.tensor([1, 1])}, TypeError, "real floating tensor"),
+    ({"decay": torch.tensor([0.5, 0.5], dtype=torch.complex64)}, TypeError, "real floating tensor"),
+    ({"decay": True}, TypeError, "'decay' must be None, a number"),
+    ({"decay": "0.9"}, TypeError, "'decay' must be None, a number"),
+])
+def test_born_attention_bad_decay(kwargs, exc, words):
+    with pytest.raises(exc, match=words):
+        born_attention(*_qkv(), **kwargs)
 
 
 def test_born_attention_layer_matches_op():

@@ -10,22 +10,27 @@ import importlib
 from cnet.core.ops.reference.attention import born_attention
 from cnet.core.ops.reference.elementwise import cgelu, complex_dropout, hadamard
 from cnet.core.ops.reference.fourier import causal_dft, dft, idft
+from cnet.core.ops.reference.gla import gated_linear_attention
 from cnet.core.ops.reference.linear import embedding, linear
+from cnet.core.ops.reference.linear_attention import born_attention_linear
 from cnet.core.ops.reference.loss import born_cross_entropy
 from cnet.core.ops.reference.norm import token_norm
 from cnet.core.ops.reference.rotary import rotary
+from cnet.core.ops.reference.scan import complex_scan
 
 __all__ = [
     "dft", "idft", "causal_dft",
     "hadamard", "cgelu", "complex_dropout",
     "token_norm",
     "rotary",
-    "born_attention",
+    "born_attention", "born_attention_linear", "gated_linear_attention",
+    "complex_scan",
     "born_cross_entropy",
     "linear", "embedding",
 ]
 
 EXAMPLES = {}
-for _mod in ("attention", "elementwise", "fourier", "linear", "loss", "norm", "rotary"):
+for _mod in ("attention", "elementwise", "fourier", "gla", "linear", "linear_attention", "loss", "norm", "rotary",
+             "scan"):
     EXAMPLES.update(importlib.import_module(f"cnet.core.ops.reference.{_mod}").EXAMPLES)
 del _mod
