@@ -74,14 +74,25 @@ class _ComplexBlock(nn.Module):
         return h
 
 
-class ComplexFNet(LanguageModel):
+class _FNet(LanguageModel):
+    """Shared trunk of the two FNets: embedding plus positions over the full window, then the blocks."""
+
+    fixed_window = True
+
+    def _trunk(self, ids: torch.Tensor) -> torch.Tensor:
+        self.check_ids(ids)
+        h = self.embed(self.pad_to_context(ids)) + self.pos
+        for block in self.blocks:
+            h = block(h)
+        return h[:, : ids.shape[1]]
+
+
+class ComplexFNet(_FNet):
     """Complex causal FNet: ``i[B, T]`` -> ``c[B, T, V]`` Born amplitudes; loss in nats per token.
 
     The causal DFT's roots of unity depend on the stream length, so an input shorter than ``context`` is padded
     on the right to the full window and the outputs of its own positions are returned (exact, by causality).
     """
-
-    fixed_window = True
 
     def __init__(self, config: ComplexFNetConfig) -> None:
         super().__init__()
@@ -95,12 +106,7 @@ class ComplexFNet(LanguageModel):
 
     def forward(self, ids: torch.Tensor, targets: torch.Tensor | None = None) -> LMOutput:
         """See the class docstring; raises ``ValueError``/``TypeError`` on malformed ids or targets."""
-        self.check_ids(ids)
-        t = ids.shape[1]
-        h = self.embed(self.pad_to_context(ids)) + self.pos
-        for block in self.blocks:
-            h = block(h)
-        z = self.head(h[:, :t])
+        z = self.head(self._trunk(ids))
         loss = None
         if targets is not None:
             self.check_ids(targets, "targets")
@@ -152,13 +158,11 @@ class _RealBlock(nn.Module):
         return F.gelu(h + self.fc2(F.gelu(self.fc1(h), approximate="tanh")), approximate="tanh")
 
 
-class RealFNet(LanguageModel):
+class RealFNet(_FNet):
     """Real causal FNet twin: ``i[B, T]`` -> ``r[B, T, V]`` logits; softmax cross-entropy in nats per token.
 
     Shorter inputs are padded to the full window like :class:`ComplexFNet`'s.
     """
-
-    fixed_window = True
 
     def __init__(self, config: RealFNetConfig) -> None:
         super().__init__()
@@ -175,12 +179,7 @@ class RealFNet(LanguageModel):
 
     def forward(self, ids: torch.Tensor, targets: torch.Tensor | None = None) -> LMOutput:
         """See the class docstring; raises ``ValueError``/``TypeError`` on malformed ids or targets."""
-        self.check_ids(ids)
-        t = ids.shape[1]
-        h = self.embed(self.pad_to_context(ids)) + self.pos
-        for block in self.blocks:
-            h = block(h)
-        logits = self.head(h[:, :t])
+        logits = self.head(self._trunk(ids))
         loss = None
         if targets is not None:
             self.check_ids(targets, "targets")
