@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 import pytest
 import torch
@@ -178,6 +180,20 @@ def test_failure_while_writing_a_late_file_removes_earlier_temporaries(tmp_path,
     with pytest.raises(OSError, match="disk full"):
         save_folder(folder, config={"v": 2}, state_dict={"w": torch.ones(2)}, sidecars={"notes.txt": "x"})
     assert _snapshot(folder) == before
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_every_file_gets_the_permissions_of_a_plain_open(tmp_path, umask, mode):
+    previous = os.umask(umask)
+    try:
+        save_folder(tmp_path / "ckpt", config={}, state_dict={"w": torch.ones(2, dtype=torch.complex64)},
+                    sidecars={"vocab.json": {"chars": ["a"]}, "notes.txt": "hi"})
+        atomic_write(tmp_path / "ckpt" / "extra.txt", "x")
+    finally:
+        os.umask(previous)
+    modes = {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in (tmp_path / "ckpt").iterdir()}
+    assert modes == dict.fromkeys(["config.json", "model.safetensors", "vocab.json", "notes.txt", "extra.txt"],
+                                  oct(mode))
 
 
 def test_save_into_a_file_path_is_refused(tmp_path):

@@ -150,6 +150,12 @@ def test_complex_dropout_rejects_bad_p(p):
         ComplexDropout(p)
 
 
+@pytest.mark.parametrize("training, shown", [("no", "str 'no'"), (0, "int 0"), (torch.tensor(True), "Tensor")])
+def test_complex_dropout_rejects_a_training_flag_that_is_not_a_bool(training, shown):
+    with pytest.raises(TypeError, match=f"^complex_dropout: argument 'training' must be a bool, got {shown}"):
+        ref.complex_dropout(torch.ones(3, dtype=torch.complex64), 0.5, training)
+
+
 def test_complex_dropout_rejects_real_input():
     with pytest.raises(TypeError, match="complex_dropout: argument 'x' must be a complex tensor"):
         ref.complex_dropout(torch.ones(3), 0.1, True)

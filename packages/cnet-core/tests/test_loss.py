@@ -127,6 +127,8 @@ def test_floor_bounds_gradient_and_keeps_loss():
     ((_randc(3, 5), _targets((3,), 5)), {"floor": 1.0}, ValueError, "'floor' must be a number in \\[0, 1\\)"),
     ((_randc(3, 5), _targets((3,), 5)), {"floor": -0.1}, ValueError, "'floor' must be a number in \\[0, 1\\)"),
     ((torch.tensor(1 + 1j), torch.tensor(0)), {}, ValueError, "C >= 1"),
+    ((_randc(0, 5), _targets((0,), 5)), {}, ValueError, r"argument 'z' holds no positions \(shape \(0, 5\)\)"),
+    ((_randc(2, 0, 5), _targets((2, 0), 5)), {}, ValueError, r"'z' holds no positions \(shape \(2, 0, 5\)\)"),
 ])
 def test_born_cross_entropy_bad_input(args, kwargs, exc, words):
     with pytest.raises(exc, match=words):

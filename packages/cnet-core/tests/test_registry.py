@@ -6,6 +6,8 @@ built-ins of cnet-core are present, whatever other cnet packages are installed.
 
 import importlib.metadata
 import logging
+import os
+import subprocess
 import sys
 import types
 
@@ -191,6 +193,41 @@ def test_entry_points_load_unless_autoload_is_disabled(bare, monkeypatch, caplog
     assert reg.models.names() == [] and reg.datasets.names() == []
 
 
+def test_a_plugin_with_a_misspelled_hook_is_reported_and_unregistered(bare, monkeypatch, caplog, capsys):
+    typo = types.ModuleType("cnet_typo_plugin")
+    typo.cnet_register_op = hookimpl(_register_triple)  # should be cnet_register_ops
+    typo.cnet_register_models = hookimpl(lambda models: models.add("typo-model", object))  # a valid hook beside it
+    _fake_entry_points(monkeypatch, "cnet_typo_plugin", typo)
+    monkeypatch.delenv("CNET_DISABLE_PLUGIN_AUTOLOAD")
+    plugins.reset()
+    reg = plugins.registries()
+    assert reg.failed["fake"] == ("PluginValidationError: unknown hook 'cnet_register_op' in plugin "
+                                  f"{typo!r}; cnet's hooks are cnet_register_commands, cnet_register_datasets, "
+                                  "cnet_register_models, cnet_register_ops")
+    assert "plugin 'fake' (cnet_typo_plugin) failed to load" in caplog.text
+    # unregistered as a whole: none of its hooks run, and the plugin manager validates again
+    assert plugins.plugin_manager().get_plugin("fake") is None and "typo-model" not in reg.models
+    assert "triple" not in reg.ops.names()
+    plugins.plugin_manager().check_pending()
+    assert main(["plugins"]) == 0
+    out = capsys.readouterr().out
+    assert "  fake: FAILED TO LOAD (PluginValidationError: unknown hook 'cnet_register_op'" in out
+    assert "  fake: cnet_typo_plugin" not in out
+
+
+
+def test_a_plugin_whose_hook_has_wrong_arguments_is_not_left_half_registered(bare, monkeypatch):
+    wrong = types.ModuleType("cnet_wrong_plugin")
+    wrong.cnet_register_models = hookimpl(lambda models: models.add("half-model", object))  # registered first
+    wrong.cnet_register_ops = hookimpl(lambda registry: None)  # the hookspec's argument is 'ops'
+    _fake_entry_points(monkeypatch, "cnet_wrong_plugin", wrong)
+    monkeypatch.delenv("CNET_DISABLE_PLUGIN_AUTOLOAD")
+    plugins.reset()
+    reg = plugins.registries()
+    assert reg.failed["fake"].startswith("PluginValidationError: Plugin 'fake' for hook 'cnet_register_ops'")
+    assert plugins.plugin_manager().get_plugin("fake") is None and "half-model" not in reg.models
+
+
 # ---------------------------------------------------------------- CLI
 
 def test_cli_plugins_lists_plugins_ops_and_backends(bare, capsys):
@@ -201,6 +238,19 @@ def test_cli_plugins_lists_plugins_ops_and_backends(bare, capsys):
     assert "  hadamard: reference, fast[cpu, priority 10]" in out
     assert "  token_norm: reference\n" in out
     assert "models: (none: install cnet-models)" in out
+
+
+def test_cli_output_into_a_closed_pipe_ends_quietly():
+    """`cnet plugins | head -1`: the reader is gone before the output is flushed; no error line, exit code 0."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write to write_end now fails with EPIPE (BrokenPipeError)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "cnet.core.cli", "plugins"], stdout=write_end,
+                              stderr=subprocess.PIPE, env={**os.environ, "CNET_DISABLE_PLUGIN_AUTOLOAD": "1"},
+                              timeout=120)
+    finally:
+        os.close(write_end)
+    assert (proc.returncode, proc.stderr.decode()) == (0, "")
 
 
 def test_cli_check_op_passes_for_hadamard_and_a_correct_backend(bare, capsys):
@@ -249,3 +299,15 @@ def test_cli_check_op_fails_for_a_wrong_backend(bare, capsys):
 def test_cli_check_op_unknown_name_is_a_one_line_error(bare, capsys):
     assert main(["check-op", "nope"]) == 2
     assert "cnet: error: unknown op 'nope'; known ops:" in capsys.readouterr().err
+
+
+def test_cli_check_op_bad_or_missing_device_is_a_one_line_error(bare, capsys, monkeypatch):
+    assert main(["check-op", "hadamard", "--device", "gpu"]) == 2
+    assert capsys.readouterr().err == ("cnet: error: check_op: unknown device 'gpu' for argument 'device'; expected "
+                                       "a device such as 'cpu', 'cuda' or 'cuda:1'\n")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # also on a machine with a GPU
+    bare.ops.add_backend("hadamard", "gpu_only", ref.hadamard, device="cuda")
+    for device in ("cuda", "cuda:1"):
+        assert main(["check-op", "hadamard", "--device", device]) == 2
+        assert capsys.readouterr().err == (f"cnet: error: check_op: device '{device}' requested but CUDA is not "
+                                           "available on this machine (torch.cuda.is_available() is False)\n")

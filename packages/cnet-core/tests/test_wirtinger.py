@@ -48,6 +48,18 @@ def test_grads_errors():
         grads(x.sum(), x)
 
 
+def test_grads_refuses_a_z_the_loss_cannot_be_differentiated_by():
+    z, other = _z(3), _z(3).requires_grad_(True)
+    with pytest.raises(ValueError, match=r"^grads: argument 'z' must require grad \(call z.requires_grad_\(\)"):
+        grads(z.abs().square().sum(), z)
+    z.requires_grad_(True)
+    unused = "^grads: 'loss' does not depend on argument 'z'"
+    with pytest.raises(ValueError, match=unused):
+        grads(other.abs().square().sum(), z)  # a graph, but not through z
+    with pytest.raises(ValueError, match=unused):
+        grads(torch.tensor(1.0, dtype=torch.float64), z)  # no graph at all
+
+
 # f(z) = z^2 conj(z) = |z|^2 z: df/dz = 2 z conj(z), df/dconj(z) = z^2 (not holomorphic).
 _CUBIC = elementwise("cubic", lambda z: z * z * z.conj(), lambda z: 2 * z * z.conj(), lambda z: z * z)
 

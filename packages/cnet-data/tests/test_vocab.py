@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -68,6 +69,21 @@ def test_json_and_file_round_trip(tmp_path):
     assert CharVocab.load(tmp_path) == vocab and CharVocab.load(written) == vocab
     other = vocab.save(tmp_path / "chars.json")
     assert CharVocab.load(other).chars == vocab.chars
+
+
+def test_save_and_load_path_rule_json_is_a_file_anything_else_a_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    vocab = CharVocab.from_text("abc")
+    assert vocab.save("runs/lm") == Path("runs/lm") / VOCAB_FILE  # missing folders are created
+    assert [p.name for p in (tmp_path / "runs" / "lm").iterdir()] == [VOCAB_FILE]
+    assert vocab.save("out/v1.json") == Path("out/v1.json") and (tmp_path / "out" / "v1.json").is_file()
+    assert CharVocab.load("runs/lm") == vocab and CharVocab.load("out/v1.json") == vocab
+    with pytest.raises(FileNotFoundError, match="no vocabulary file out/vocab.json; a path ending in .json names "
+                                                "the vocabulary file, any other path a folder holding vocab.json"):
+        CharVocab.load("out")
+    (tmp_path / "plain").write_text("not a folder")
+    with pytest.raises(FileExistsError, match="CharVocab.save: plain exists and is not a folder; a path ending in"):
+        vocab.save("plain")
 
 
 def test_save_replaces_an_existing_file(tmp_path):

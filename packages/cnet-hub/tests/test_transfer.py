@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 import torch
-from huggingface_hub import ModelCard, RepoUrl
+from huggingface_hub import CommitOperationAdd, ModelCard, RepoUrl
 
 import cnet.hub.transfer
 from cnet.core import __version__
@@ -17,9 +17,10 @@ from cnet.hub.card import GENERATED_MARKER
 
 
 class FakeApi:
-    """Records what push asks of huggingface_hub.HfApi and what the folder held at upload time."""
+    """Records what push asks of huggingface_hub.HfApi and the bytes each commit operation would upload."""
 
     instances: list[FakeApi] = []
+    fail_commit: Exception | None = None
 
     def __init__(self, **kwargs):
         self.init = kwargs
@@ -31,14 +32,19 @@ class FakeApi:
         self.calls.append(("create_repo", repo_id, kwargs))
         return RepoUrl(f"https://huggingface.co/{repo_id}")
 
-    def upload_folder(self, **kwargs):
-        self.calls.append(("upload_folder", kwargs))
-        self.uploaded = {p.name: p.read_bytes() for p in kwargs["folder_path"].iterdir()}
+    def create_commit(self, **kwargs):
+        self.calls.append(("create_commit", kwargs))
+        if FakeApi.fail_commit is not None:
+            raise FakeApi.fail_commit
+        for op in kwargs["operations"]:
+            assert isinstance(op, CommitOperationAdd) and op.path_in_repo not in self.uploaded
+            with op.as_file() as fh:
+                self.uploaded[op.path_in_repo] = fh.read()
 
 
 @pytest.fixture
 def api(monkeypatch):
-    FakeApi.instances = []
+    FakeApi.instances, FakeApi.fail_commit = [], None
     monkeypatch.setattr(cnet.hub.transfer, "HfApi", FakeApi)
     return FakeApi.instances
 
@@ -58,11 +64,12 @@ def test_push_validates_writes_the_card_and_uploads(folder, api):
     assert client.init == {"token": "hf_x", "library_name": "cnet", "library_version": __version__}
     assert client.calls[0] == ("create_repo", "me/born-lm", {"private": False, "exist_ok": True})
     name, kwargs = client.calls[1]
-    assert name == "upload_folder" and kwargs["repo_id"] == "me/born-lm" and kwargs["folder_path"] == folder
-    assert kwargs["commit_message"] == "first" and ".*" in kwargs["ignore_patterns"]
+    assert name == "create_commit" and kwargs["repo_id"] == "me/born-lm" and kwargs["commit_message"] == "first"
     assert sorted(client.uploaded) == ["README.md", "config.json", "metrics.json", "model.safetensors", "vocab.json"]
+    for name in ("config.json", "model.safetensors", "vocab.json"):
+        assert client.uploaded[name] == (folder / name).read_bytes()
     card = ModelCard(client.uploaded["README.md"].decode())
-    assert GENERATED_MARKER in card.text and client.uploaded["README.md"] == (folder / "README.md").read_bytes()
+    assert GENERATED_MARKER in card.text and not (folder / "README.md").exists()  # uploaded from memory
     assert card.data.library_name == "cnet" and "born_lm" in card.data.tags
     assert "From metrics.json." in card.text and "| val_loss | 1.5234 |" in card.text and "| step | 3000 |" in card.text
 
@@ -72,21 +79,53 @@ def test_push_uses_the_last_metrics_record(folder, api):
     (folder / "metrics.jsonl").write_text('{"step": 100, "val_loss": 2.9}\n{"step": 200, "val_loss": 2.1}\n')
     push(folder, "me/m", private=True)
     assert api[0].calls[0][2]["private"] is True
-    text = (folder / "README.md").read_text()
+    text = api[0].uploaded["README.md"].decode()
     assert "From the last record of metrics.jsonl." in text and "| val_loss | 2.1 |" in text
     assert "2.9" not in text
 
 
 def test_push_regenerates_its_own_card_but_keeps_a_hand_written_one(folder, api):
     push(folder, "me/m")
+    old_card = api[-1].uploaded["README.md"]
+    (folder / "README.md").write_bytes(old_card)  # a generated card left in the folder (by an older cnet-hub)
     save_folder(folder, config={"model": "born_lm"}, state_dict=load_folder(folder).state_dict,
                 sidecars={"metrics.json": {"val_loss": 1.1}})
     push(folder, "me/m")
-    assert "| val_loss | 1.1 |" in (folder / "README.md").read_text()
+    assert "| val_loss | 1.1 |" in api[-1].uploaded["README.md"].decode()
+    assert (folder / "README.md").read_bytes() == old_card  # replaced in the upload only
     (folder / "README.md").write_text("# My own card\n")
     push(folder, "me/m")
     assert (folder / "README.md").read_text() == "# My own card\n"
     assert api[-1].uploaded["README.md"] == b"# My own card\n"
+
+
+def _snapshot(folder):
+    return {p.relative_to(folder).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns)
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("hand_written", [False, True])
+def test_a_failed_push_leaves_the_folder_byte_identical(folder, api, hand_written):
+    if hand_written:
+        (folder / "README.md").write_text("# My own card\n")
+    before = _snapshot(folder)
+    FakeApi.fail_commit = OSError("503 Service Unavailable")
+    with pytest.raises(OSError, match="503"):
+        push(folder, "me/m")
+    assert api[0].calls[-1][0] == "create_commit"  # it failed at the upload, after the card was made
+    assert _snapshot(folder) == before
+
+
+def test_push_skips_hidden_files_and_folders_and_uploads_subfolders(folder, api):
+    (folder / ".model.safetensors.abc.tmp").write_bytes(b"leftover")
+    (folder / ".cache").mkdir()
+    (folder / ".cache" / "x").write_bytes(b"x")
+    (folder / "extra" / ".hidden").mkdir(parents=True)
+    (folder / "extra" / ".hidden" / "y").write_bytes(b"y")
+    (folder / "extra" / "notes.txt").write_text("notes")
+    push(folder, "me/m")
+    assert sorted(api[0].uploaded) == ["README.md", "config.json", "extra/notes.txt", "metrics.json",
+                                       "model.safetensors", "vocab.json"]
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garbage_config", "remove_weights"])

@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+import cnet.core.ops
 from cnet.core.ops.reference import born_attention
 from cnet.core.plugins import registries
 from cnet.core.testing import check_parity
@@ -42,6 +43,62 @@ def test_registered_for_cuda_only_and_refuses_cpu():
     # on CPU the dispatcher must fall back to the reference
     name, _ = registries().ops.select("born_attention", tuple(_inputs(1, 1, 4, 2, 2, torch.complex64)), {})
     assert name == "reference"
+
+
+_BAD_ARGUMENTS = [  # (positional args after q, k, v; keyword args; the reason supports_planar gives)
+    ((), {"eps": -1.0}, "argument 'eps' is not a finite number >= 0 (got -1.0)"),
+    ((), {"eps": float("nan")}, "argument 'eps' is not a finite number >= 0 (got nan)"),
+    ((), {"eps": float("inf")}, "argument 'eps' is not a finite number >= 0 (got inf)"),
+    ((), {"eps": True}, "argument 'eps' is not a finite number >= 0 (got True)"),
+    ((), {"eps": torch.tensor(0.0)}, "argument 'eps' is not a finite number >= 0 (got tensor(0.))"),
+    ((True, -0.5), {}, "argument 'eps' is not a finite number >= 0 (got -0.5)"),
+    ((), {"causal": 1}, "argument 'causal' is not a bool (got int)"),
+    ((), {"causal": "no"}, "argument 'causal' is not a bool (got str)"),
+    ((), {"decay": 0.9}, "planar backend has no decay"),
+]
+
+
+@pytest.mark.parametrize("args, kwargs, reason", _BAD_ARGUMENTS)
+def test_supports_refuses_arguments_the_reference_rejects_before_looking_at_the_device(args, kwargs, reason):
+    q, k, v = _inputs(1, 2, 4, 3, 3, torch.complex64)
+    assert supports_planar(q, k, v, *args, **kwargs) == (False, reason)
+    if "decay" not in kwargs:  # the reference raises for every one of them
+        with pytest.raises((TypeError, ValueError), match="argument '(eps|causal)'"):
+            born_attention(q, k, v, *args, **kwargs)
+
+
+@pytest.mark.parametrize("change, reason", [
+    (lambda q, k, v: (q, k, v.to(torch.complex128)), "argument 'v' is not a complex64 tensor (got torch.complex128)"),
+    (lambda q, k, v: (q, k.real, v), "argument 'k' is not a complex64 tensor (got torch.float32)"),
+    (lambda q, k, v: (q.tolist(), k, v), "argument 'q' is not a complex64 tensor (got list)"),
+    (lambda q, k, v: (q, k[:, :, :3], v), "shapes are not q, k c[B, H, T, D] and v c[B, H, T, Dv]"),
+    (lambda q, k, v: (q, k, v[:, :, :3]), "shapes are not q, k c[B, H, T, D] and v c[B, H, T, Dv]"),
+    (lambda q, k, v: (q, k, v[0]), "shapes are not q, k c[B, H, T, D] and v c[B, H, T, Dv]"),
+    (lambda q, k, v: (q[0], k[0], v[0]), "shapes are not q, k c[B, H, T, D] and v c[B, H, T, Dv]"),
+])
+def test_supports_refuses_mismatched_dtypes_and_shapes(change, reason):
+    ok, why = supports_planar(*change(*_inputs(1, 2, 4, 3, 3, torch.complex64)))
+    assert not ok and why.startswith(reason)
+
+
+def test_planar_refuses_decay_when_called_directly():
+    with pytest.raises(ValueError, match="born_attention_planar: argument 'decay' is not supported by the planar"):
+        born_attention_planar(*_inputs(1, 1, 3, 2, 2, torch.complex64), decay=0.5)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("args, kwargs, reason", _BAD_ARGUMENTS)
+def test_dispatch_on_gpu_leaves_bad_arguments_to_the_reference(args, kwargs, reason):
+    q, k, v = _inputs(1, 2, 4, 3, 3, torch.complex64, device="cuda")
+    assert registries().ops.select("born_attention", (q, k, v, *args), kwargs)[0] == "reference"
+    assert registries().ops.select("born_attention", (q, k, v), {})[0] == "planar"
+    if "decay" in kwargs:
+        torch.testing.assert_close(cnet.core.ops.born_attention(q, k, v, *args, **kwargs),
+                                   born_attention(q, k, v, *args, **kwargs))
+    else:
+        with pytest.raises((TypeError, ValueError), match="^born_attention: argument '(eps|causal)'"):
+            cnet.core.ops.born_attention(q, k, v, *args, **kwargs)
 
 
 @pytest.mark.gpu

@@ -11,7 +11,8 @@ A folder written by :func:`save_folder` holds
 - sidecars such as ``vocab.json`` or ``metrics.json``, read back with :func:`read_sidecar`.
 
 Every file is first written to a hidden temporary file in the same folder (flushed and fsynced); only when all
-of them have been written are they moved into place with :func:`os.replace`, the config last. A failure while
+of them have been written are they moved into place with :func:`os.replace`, the config last. Every file gets the
+permissions a plain ``open()`` would give it (``0o666`` less the process umask). A failure while
 serialising (a tensor safetensors cannot store, a config that is not JSON) therefore leaves an existing folder
 exactly as it was. Files of an earlier save that the new one does not write (an old sidecar) are left alone.
 Loading never unpickles: JSON and safetensors only.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -59,11 +61,16 @@ class Checkpoint:
 def _write_temp(target: Path, write: Callable[[Path], None]) -> Path:
     """Write ``target``'s new contents to a hidden temporary file beside it; return that file's path.
 
-    ``write(tmp_path)`` creates the file. The file is fsynced; on any error it is removed and the error re-raised.
+    ``write(tmp_path)`` creates the file. The file gets the permissions a plain ``open()`` gives (``0o666`` less
+    the process umask) whatever ``write`` did (safetensors writes through a file of its own, created ``0o600``).
+    The file is fsynced; on any error it is removed and the error re-raised.
     """
     tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
     try:
+        tmp.touch(mode=0o666, exist_ok=False)  # the umask applies here, as for open(); reading it back is thread-safe
+        mode = stat.S_IMODE(tmp.stat().st_mode)
         write(tmp)
+        os.chmod(tmp, mode)
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
     except BaseException:

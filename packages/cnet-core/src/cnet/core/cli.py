@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 __all__ = ["main", "build_parser"]
@@ -37,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
 
     Errors a user can fix (``ValueError``, ``KeyError``, ``TypeError``, ``OSError`` such as a missing file or a
     failed download) are printed as one line ``cnet: error: ...`` with exit code 2 instead of a traceback.
+    A reader that stops early (``cnet plugins | head``) ends the command quietly with exit code 0: the rest of
+    the output goes to the null device (the idiom of the Python docs' "Note on SIGPIPE").
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -45,7 +48,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 1
     try:
-        return int(args._run(args) or 0)
+        code = int(args._run(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows up here at the latest, not in the interpreter's final flush
+        return code
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the final flush cannot fail again
+        return 0
     except (ValueError, KeyError, TypeError, OSError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"cnet: error: {msg}", file=sys.stderr)

@@ -1,7 +1,9 @@
 """The plugin manager: built-in plugins first, then the entry-point group ``cnet``.
 
 ``CNET_DISABLE_PLUGIN_AUTOLOAD=1`` skips the entry points (only the built-ins of cnet-core load), which gives a
-bare, reproducible registry for tests. A plugin that fails to import is reported with a warning and skipped.
+bare, reproducible registry for tests. A plugin that fails to import, or that defines a ``@hookimpl`` matching no
+hook of :mod:`cnet.core.hookspecs` (a misspelled hook name such as ``cnet_register_op``), is reported with a
+warning and skipped.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ class Registries:
     Attributes:
         ops: :class:`OpRegistry`.
         models, datasets, commands: :class:`NameRegistry` objects.
-        failed: ``{entry point name: error text}`` for plugins that could not be loaded.
+        failed: ``{entry point name: error text}`` for plugins that could not be loaded (import error, unknown
+            hook) or whose hook raised.
     """
 
     ops: OpRegistry
@@ -53,6 +56,7 @@ def plugin_manager() -> pluggy.PluginManager:
             pm.add_hookspecs(hookspecs)
             for modname in DEFAULT_PLUGINS:
                 pm.register(importlib.import_module(modname), name=modname)
+            _check_hooks(pm)
             failed: dict[str, str] = {}
             if os.environ.get("CNET_DISABLE_PLUGIN_AUTOLOAD", "") not in {"1", "true", "True", "yes"}:
                 for ep in importlib.metadata.entry_points(group="cnet"):
@@ -60,11 +64,27 @@ def plugin_manager() -> pluggy.PluginManager:
                         continue
                     try:
                         pm.register(ep.load(), name=ep.name)
+                        _check_hooks(pm)
                     except Exception as exc:  # a broken third-party plugin must not take cnet down
+                        # registered, then refused by _check_hooks (or half-registered by pluggy < 1.7)
+                        if pm.get_plugin(ep.name) is not None:
+                            pm.unregister(name=ep.name)
                         failed[ep.name] = f"{type(exc).__name__}: {exc}"
                         log.warning("cnet: plugin %r (%s) failed to load: %s", ep.name, ep.value, exc)
             _STATE["pm"], _STATE["failed"] = pm, failed
         return _STATE["pm"]  # type: ignore[return-value]
+
+
+def _check_hooks(pm: pluggy.PluginManager) -> None:
+    """Raise ``pluggy.PluginValidationError`` if a registered ``@hookimpl`` matches no hookspec (e.g. a typo).
+
+    Called after each registration, so the offending plugin is the one registered last.
+    """
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        known = ", ".join(sorted(name for name, caller in vars(pm.hook).items() if caller.has_spec()))
+        raise pluggy.PluginValidationError(exc.plugin, f"{exc}; cnet's hooks are {known}") from None
 
 
 def registries() -> Registries:

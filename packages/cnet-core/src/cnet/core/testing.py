@@ -193,10 +193,20 @@ def check_op(name: str, *, device: str = "cpu", seed: int = 0) -> dict[str, Chec
         ``{"gradcheck": report, "parity:<backend>": report, ...}``.
 
     Raises:
-        KeyError: unknown op. ValueError: the op registered no example inputs.
+        KeyError: unknown op.
+        ValueError: ``device`` is not a device name (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...), or is a CUDA device
+            while CUDA is not available; the op registered no example inputs.
     """
     from cnet.core.plugins import registries
 
+    try:
+        device_type = torch.device(device).type
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"check_op: unknown device {device!r} for argument 'device'; expected a device such as "
+                         "'cpu', 'cuda' or 'cuda:1'") from exc
+    if device_type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"check_op: device {device!r} requested but CUDA is not available on this machine "
+                         "(torch.cuda.is_available() is False)")
     op = registries().ops.get(name)
     if op.example is None:
         raise ValueError(f"op {name!r} registered no example inputs; pass example= to ops.add")
@@ -204,7 +214,7 @@ def check_op(name: str, *, device: str = "cpu", seed: int = 0) -> dict[str, Chec
     args, kwargs = op.example(torch.complex128, torch.device("cpu"), seed)
     reports["gradcheck"] = gradcheck(op.reference, args, kwargs, seed=seed)
     for b in op.backends:
-        if b.device != torch.device(device).type:
+        if b.device != device_type:
             continue
         args, kwargs = op.example(torch.complex64, torch.device(device), seed)
         ok, reason = b.supports(*args, **kwargs)

@@ -6,16 +6,19 @@ import torch
 
 __all__ = ["require_complex", "require_same_shape", "require_rank"]
 
+_COMPLEX_DTYPES = (torch.complex64, torch.complex128)
+
 
 def require_complex(where: str, **tensors: torch.Tensor) -> None:
-    """Raise ``TypeError`` unless every named argument is a complex tensor.
+    """Raise ``TypeError`` unless every named argument is a complex64 or complex128 tensor.
 
     Args:
         where: the op or layer name, used as the message prefix.
         **tensors: argument name -> tensor.
 
     Raises:
-        TypeError: an argument is not a tensor, or its dtype is not complex (complex64 / complex128).
+        TypeError: an argument is not a tensor, or its dtype is not complex64 or complex128 (a real dtype, or
+            complex32, which PyTorch's CPU kernels and FFTs mostly lack).
     """
     for name, t in tensors.items():
         if not isinstance(t, torch.Tensor):
@@ -25,6 +28,9 @@ def require_complex(where: str, **tensors: torch.Tensor) -> None:
                 f"{where}: argument '{name}' must be a complex tensor (torch.complex64 or torch.complex128), "
                 f"got {t.dtype}; convert real data with torch.complex(x, torch.zeros_like(x)) or x.to(torch.complex64)"
             )
+        if t.dtype not in _COMPLEX_DTYPES:
+            raise TypeError(f"{where}: argument '{name}' must be torch.complex64 or torch.complex128, got {t.dtype}; "
+                            "convert it with x.to(torch.complex64)")
 
 
 def require_same_shape(where: str, **tensors: torch.Tensor) -> None:

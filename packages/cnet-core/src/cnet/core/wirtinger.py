@@ -38,12 +38,19 @@ def grads(loss: torch.Tensor, z: torch.Tensor, *, retain_graph: bool = False, cr
 
     Raises:
         TypeError: ``loss`` is not a real scalar, or ``z`` is not complex.
+        ValueError: ``z`` does not require grad, or ``loss`` does not depend on ``z`` through autograd.
     """
     if loss.is_complex() or loss.numel() != 1:
         raise TypeError(f"grads: 'loss' must be a real scalar tensor, got dtype {loss.dtype} shape {tuple(loss.shape)}")
     if not z.is_complex():
         raise TypeError(f"grads: 'z' must be a complex tensor, got {z.dtype}")
-    (g,) = torch.autograd.grad(loss, z, retain_graph=retain_graph, create_graph=create_graph)
+    if not z.requires_grad:
+        raise ValueError("grads: argument 'z' must require grad (call z.requires_grad_() before computing the loss)")
+    g = None
+    if loss.requires_grad:  # else autograd.grad raises its own RuntimeError: no graph at all, so no dependence on z
+        (g,) = torch.autograd.grad(loss, z, retain_graph=retain_graph, create_graph=create_graph, allow_unused=True)
+    if g is None:
+        raise ValueError("grads: 'loss' does not depend on argument 'z' (z is not in the loss's autograd graph)")
     d_conj = g / 2
     return d_conj.conj(), d_conj
 

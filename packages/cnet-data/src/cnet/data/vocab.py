@@ -112,30 +112,50 @@ class CharVocab:
         return cls(data["chars"])
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the vocabulary as JSON, atomically; ``path`` is a file, or a folder that receives ``vocab.json``.
+        """Write the vocabulary as JSON, atomically.
+
+        Args:
+            path: a path ending in ``.json`` names the file itself; any other path names a folder (created with
+                its parents when missing) that receives ``vocab.json``. The file's folder is created as needed.
 
         Returns:
             The file written.
+
+        Raises:
+            FileExistsError: the folder to write into exists but is not a folder (e.g. ``path`` is an existing
+                file whose name does not end in ``.json``).
         """
-        path = Path(path)
-        if path.is_dir():
-            path = path / VOCAB_FILE
-        return atomic_write(path, json.dumps(self.to_json()) + "\n")
+        file = _vocab_file(path)
+        if file.parent.exists() and not file.parent.is_dir():
+            raise FileExistsError(f"CharVocab.save: {file.parent} exists and is not a folder; {_PATH_RULE}")
+        file.parent.mkdir(parents=True, exist_ok=True)
+        return atomic_write(file, json.dumps(self.to_json()) + "\n")
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> CharVocab:
-        """Read a vocabulary written by :meth:`save` (``path``: the file, or a folder holding ``vocab.json``).
+        """Read a vocabulary written by :meth:`save`.
+
+        Args:
+            path: as for :meth:`save`: a path ending in ``.json`` is the file, any other a folder holding
+                ``vocab.json``.
 
         Raises:
             FileNotFoundError: the file is missing. ValueError: it is not a valid vocabulary JSON file.
         """
-        path = Path(path)
-        if path.is_dir():
-            path = path / VOCAB_FILE
-        if not path.is_file():
-            raise FileNotFoundError(f"CharVocab.load: no vocabulary file {path} (expected {VOCAB_FILE})")
+        file = _vocab_file(path)
+        if not file.is_file():
+            raise FileNotFoundError(f"CharVocab.load: no vocabulary file {file}; {_PATH_RULE}")
         try:
-            data = json.loads(path.read_bytes().decode("utf-8"))
+            data = json.loads(file.read_bytes().decode("utf-8"))
         except ValueError as exc:
-            raise ValueError(f"CharVocab.load: {path} is not valid JSON ({exc})") from exc
+            raise ValueError(f"CharVocab.load: {file} is not valid JSON ({exc})") from exc
         return cls.from_json(data)
+
+
+_PATH_RULE = f"a path ending in .json names the vocabulary file, any other path a folder holding {VOCAB_FILE}"
+
+
+def _vocab_file(path: str | os.PathLike) -> Path:
+    """The vocabulary file that ``path`` names under the rule of :meth:`CharVocab.save` and :meth:`CharVocab.load`."""
+    path = Path(path)
+    return path if path.name.endswith(".json") else path / VOCAB_FILE

@@ -13,6 +13,8 @@ Source: CNet paper section 11; papers/NOTES.md "Born attention (CNet)".
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 __all__ = ["born_attention_planar", "supports_planar"]
@@ -20,27 +22,54 @@ __all__ = ["born_attention_planar", "supports_planar"]
 MAX_T = 8192  # beyond this the T x T planes stop fitting comfortably; the reference takes over
 
 
-def supports_planar(q, k, v, causal=True, eps=0.0) -> tuple[bool, str]:
-    """Accept complex64 CUDA inputs of the reference's layout with ``T <= MAX_T``; else say why not."""
-    ts = (q, k, v)
-    if not all(isinstance(t, torch.Tensor) and t.is_cuda for t in ts):
-        return False, "inputs are not CUDA tensors"
-    if not all(t.dtype == torch.complex64 for t in ts):
-        return False, "planar backend takes complex64 only"
-    if q.dim() != 4 or q.shape != k.shape or v.shape[:-1] != q.shape[:-1]:
-        return False, "shapes are not c[B, H, T, D] (validated by the reference)"
+def _argument_problem(q, k, v, causal, eps, decay) -> str:
+    """Why the planar backend cannot take these arguments, whatever their device ("" when it can).
+
+    Everything the reference rejects is refused here, so dispatch hands such a call to the reference, which
+    raises the proper error; ``decay`` (which the planar form does not implement) is refused too.
+    """
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor) or t.dtype != torch.complex64:
+            got = t.dtype if isinstance(t, torch.Tensor) else type(t).__name__
+            return f"argument {name!r} is not a complex64 tensor (got {got}); planar takes complex64 only"
+    if q.dim() != 4 or q.shape != k.shape or v.dim() != 4 or v.shape[:-1] != q.shape[:-1]:
+        return "shapes are not q, k c[B, H, T, D] and v c[B, H, T, Dv] (validated by the reference)"
+    if not isinstance(causal, bool):
+        return f"argument 'causal' is not a bool (got {type(causal).__name__})"
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 <= eps < math.inf:
+        return f"argument 'eps' is not a finite number >= 0 (got {eps!r})"
+    if decay is not None:
+        return "planar backend has no decay"
     if q.shape[-2] > MAX_T:
-        return False, f"T={q.shape[-2]} > {MAX_T}"
+        return f"T={q.shape[-2]} > {MAX_T}"
+    return ""
+
+
+def supports_planar(q, k, v, causal=True, eps=0.0, decay=None) -> tuple[bool, str]:
+    """Accept the reference's valid arguments as complex64 tensors on one CUDA device with ``T <= MAX_T``, no
+    ``decay``; else say why not (arguments the reference rejects are refused so that it raises the error)."""
+    problem = _argument_problem(q, k, v, causal, eps, decay)
+    if problem:
+        return False, problem
+    if not (q.is_cuda and q.device == k.device == v.device):
+        return False, "inputs are not CUDA tensors on one device"
     return True, ""
 
 
 def born_attention_planar(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = True,
-                          eps: float = 0.0) -> torch.Tensor:
+                          eps: float = 0.0, decay: None = None) -> torch.Tensor:
     """Born attention with the reference's contract: q, k ``c[B, H, T, D]``, v ``c[B, H, T, Dv]`` -> ``c[B, H, T, Dv]``.
 
     ``s_km = |sum_d q_kd conj(k_md)|^2``, ``A_km = s_km / (sum_{m' <= k} s_km' + eps)`` (0/0 -> 0), ``O = A V``.
-    Call through ``cnet.core.ops.born_attention`` (which validates arguments) rather than directly.
+    Call through ``cnet.core.ops.born_attention`` (which validates arguments, and uses the reference for what
+    :func:`supports_planar` refuses) rather than directly.
+
+    Raises:
+        ValueError: ``decay`` is not None (the planar form has no decay; the reference implements it).
     """
+    if decay is not None:
+        raise ValueError("born_attention_planar: argument 'decay' is not supported by the planar backend; call "
+                         "cnet.core.ops.born_attention, which runs the reference for it")
     qp = torch.cat([q.real, q.imag], dim=-1)
     re = qp @ torch.cat([k.real, k.imag], dim=-1).transpose(-1, -2)
     im = qp @ torch.cat([-k.imag, k.real], dim=-1).transpose(-1, -2)

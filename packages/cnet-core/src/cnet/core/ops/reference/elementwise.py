@@ -138,13 +138,16 @@ def complex_dropout(x: torch.Tensor, p: float, training: bool,
         ``c[...]`` same shape and dtype as ``x``.
 
     Raises:
-        TypeError: ``x`` is not complex. ValueError: ``p`` is not a number in ``[0, 1)``.
+        TypeError: ``x`` is not complex; ``training`` is not a bool. ValueError: ``p`` is not a number in ``[0, 1)``.
 
     Source: CNet README (ComplexDropout).
     """
     require_complex("complex_dropout", x=x)
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p < 1:
         raise ValueError(f"complex_dropout: argument 'p' must be a number in [0, 1), got {p!r}")
+    if not isinstance(training, bool):
+        raise TypeError(f"complex_dropout: argument 'training' must be a bool, got {type(training).__name__} "
+                        f"{training!r}")
     if not training or p == 0:
         return x
     if isinstance(generator, int):

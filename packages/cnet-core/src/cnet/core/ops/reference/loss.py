@@ -59,8 +59,8 @@ def born_cross_entropy(z: torch.Tensor, target: torch.Tensor, floor: float = 0.0
 
     Raises:
         TypeError: ``z`` is not complex; ``target`` is not an integer tensor.
-        ValueError: ``z`` is 0-dim or has ``C = 0``; ``target`` has the wrong shape or an id outside ``[0, C)``;
-            ``floor`` is not in ``[0, 1)``.
+        ValueError: ``z`` is 0-dim, has ``C = 0`` or has no positions (a 0 in ``...``); ``target`` has the wrong
+            shape or an id outside ``[0, C)``; ``floor`` is not in ``[0, 1)``.
 
     Backward: closed form (see ``_BornCrossEntropy``).
 
@@ -69,6 +69,9 @@ def born_cross_entropy(z: torch.Tensor, target: torch.Tensor, floor: float = 0.0
     require_complex("born_cross_entropy", z=z)
     if z.dim() < 1 or z.shape[-1] == 0:
         raise ValueError(f"born_cross_entropy: argument 'z' must be c[..., C] with C >= 1, got shape {tuple(z.shape)}")
+    if z.numel() == 0:
+        raise ValueError(f"born_cross_entropy: argument 'z' holds no positions (shape {tuple(z.shape)}); the mean "
+                         "loss over zero positions is undefined")
     if not isinstance(target, torch.Tensor) or target.is_floating_point() or target.is_complex() \
             or target.dtype == torch.bool:
         got = target.dtype if isinstance(target, torch.Tensor) else type(target).__name__
@@ -77,7 +80,7 @@ def born_cross_entropy(z: torch.Tensor, target: torch.Tensor, floor: float = 0.0
         raise ValueError(f"born_cross_entropy: argument 'target' must have shape z.shape[:-1] = {tuple(z.shape[:-1])}, "
                          f"got {tuple(target.shape)}")
     n_classes = z.shape[-1]
-    if target.numel() and (int(target.min()) < 0 or int(target.max()) >= n_classes):
+    if int(target.min()) < 0 or int(target.max()) >= n_classes:
         raise ValueError(f"born_cross_entropy: argument 'target' must hold ids in [0, {n_classes}), got values in "
                          f"[{int(target.min())}, {int(target.max())}]")
     if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0 <= floor < 1:
