@@ -310,3 +310,38 @@ def test_multihead_bad_input():
         layer(_randc(3, 4, dtype=torch.complex64))
     with pytest.raises(ValueError, match="last dim embed_dim=4"):
         layer(_randc(1, 3, 5, dtype=torch.complex64))
+
+
+# ---------------------------------------------------------------- layer modes
+
+def test_layer_linear_mode_matches_quadratic_with_decay_forward_and_backward():
+    torch.manual_seed(0)
+    x = torch.randn(2, 96, 16, dtype=torch.complex64)
+    quad = MultiheadBornAttention(16, 2, decay=[0.9, 1.0])
+    lin = MultiheadBornAttention(16, 2, decay=[0.9, 1.0], mode="linear", chunk=32)
+    lin.load_state_dict(quad.state_dict())
+    xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+    ya, yb = quad(xa), lin(xb)
+    torch.testing.assert_close(yb, ya, atol=1e-5, rtol=1e-4)
+    w = torch.randn_like(ya)
+    (w.conj() * ya).real.sum().backward()
+    (w.conj() * yb).real.sum().backward()
+    torch.testing.assert_close(xb.grad, xa.grad, atol=1e-5, rtol=1e-4)
+    for (_, pa), (_, pb) in zip(quad.named_parameters(), lin.named_parameters(), strict=True):
+        torch.testing.assert_close(pb.grad, pa.grad, atol=1e-5, rtol=1e-4)
+
+
+def test_layer_decay_changes_the_output_and_modes_are_checked():
+    torch.manual_seed(0)
+    x = torch.randn(1, 9, 8, dtype=torch.complex64)
+    plain = MultiheadBornAttention(8, 1)
+    decayed = MultiheadBornAttention(8, 1, decay=0.5)
+    decayed.load_state_dict(plain.state_dict())
+    assert (plain(x) - decayed(x))[:, 1:].abs().max() > 1e-4   # position 0 sees only itself either way
+    torch.testing.assert_close(plain(x)[:, 0], decayed(x)[:, 0])
+    with pytest.raises(ValueError, match="'mode'"):
+        MultiheadBornAttention(8, 1, mode="fast")
+    with pytest.raises(ValueError, match="causal only"):
+        MultiheadBornAttention(8, 1, mode="linear", causal=False)
+    with pytest.raises(ValueError, match="multiple of chunk"):
+        MultiheadBornAttention(8, 1, mode="linear", chunk=4)(x)

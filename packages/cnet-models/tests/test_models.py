@@ -187,3 +187,17 @@ def test_bad_inputs():
         m(torch.full((1, 5), 11))
     with pytest.raises(ValueError, match="must divide"):
         cm.create("born-lm", embed_dim=16, num_heads=3)
+
+
+def test_born_lm_linear_mode_is_the_same_model():
+    torch.manual_seed(0)
+    cfg = dict(vocab_size=11, embed_dim=16, num_layers=2, context=24, num_heads=2, attn_decay=0.9)
+    quad = cm.create("born-lm", **cfg).eval()
+    lin = cm.create("born-lm", attn_mode="linear", attn_chunk=8, **cfg).eval()
+    lin.load_state_dict(quad.state_dict())
+    x = _batch(11, t=24)[:, :-1]
+    torch.testing.assert_close(lin(x).log_probs(), quad(x).log_probs(), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(lin(x[:, :5]).log_probs(), quad(x[:, :5]).log_probs(), atol=1e-4, rtol=1e-4)
+    assert torch.equal(lin.generate(x[:, :3], 6, temperature=0), quad.generate(x[:, :3], 6, temperature=0))
+    with pytest.raises(ValueError, match="not a multiple of attn_chunk"):
+        cm.create("born-lm", context=24, attn_mode="linear", attn_chunk=7)

@@ -10,7 +10,9 @@ Every block is pre-norm with TokenNorm (a parameter-free per-token complex RMS n
 trained with the Born-rule cross-entropy and its gradient-only probability floor (section 9). The paper's
 configuration is E=160, 8 blocks, context 64, RoPE, TokenNorm, floor 1e-3 (``cnet.models.create("born-lm")``).
 Choices the paper leaves open, each a config field: the Q/K/V width is E/2 in total (NOTES.md), split into
-``num_heads`` heads; the FFN hidden activation is CGELU; a final TokenNorm precedes the head.
+``num_heads`` heads; the FFN hidden activation is CGELU; a final TokenNorm precedes the head. ``attn_decay``
+adds CNet's fixed score decay and ``attn_mode="linear"`` evaluates the same attention in its exact chunkwise
+linear form (inputs are padded on the right to whole chunks, which leaves earlier positions unchanged).
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ class BornLMConfig:
     rope_base: float = 10000.0
     learned_positions: bool = False  # add a learned c[T, E] position table to the embedding
     attn_eps: float = 0.0         # Born attention normaliser epsilon
+    attn_decay: float | None = None  # fixed decay of the score per token of distance (CNet's setDecay), in (0, 1]
+    attn_mode: str = "quadratic"  # "quadratic", or "linear": the exact chunkwise form (context % attn_chunk == 0)
+    attn_chunk: int = 64
     floor: float = 1e-3           # probability floor of the Born loss (gradient only)
     init_std: float = 0.02        # N(0, std^2) per real and imaginary part
 
@@ -52,6 +57,12 @@ class BornLMConfig:
                          rope_base=self.rope_base, init_std=self.init_std)
         if not 0 <= self.floor < 1 or self.attn_eps < 0:
             raise ValueError(f"born-lm: need 0 <= floor < 1 and attn_eps >= 0, got {self.floor}, {self.attn_eps}")
+        if self.attn_decay is not None and not 0 < self.attn_decay <= 1:
+            raise ValueError(f"born-lm: attn_decay must be in (0, 1], got {self.attn_decay}")
+        if self.attn_mode not in ("quadratic", "linear"):
+            raise ValueError(f"born-lm: attn_mode must be 'quadratic' or 'linear', got {self.attn_mode!r}")
+        if self.attn_mode == "linear" and self.context % self.attn_chunk:
+            raise ValueError(f"born-lm: context={self.context} is not a multiple of attn_chunk={self.attn_chunk}")
         qk = self.qk_dim or self.embed_dim // 2
         if qk < 1 or qk % self.num_heads:
             raise ValueError(f"born-lm: num_heads={self.num_heads} must divide the Q/K/V width {qk} "
@@ -63,7 +74,8 @@ class _Block(nn.Module):
         super().__init__()
         self.norm1 = cnn.TokenNorm()
         self.attn = cnn.MultiheadBornAttention(c.embed_dim, c.num_heads, qk_dim=c.qk_dim, rope=c.rope,
-                                               rope_base=c.rope_base, eps=c.attn_eps, init_std=c.init_std)
+                                               rope_base=c.rope_base, eps=c.attn_eps, init_std=c.init_std,
+                                               decay=c.attn_decay, mode=c.attn_mode, chunk=c.attn_chunk)
         self.norm2 = cnn.TokenNorm()
         self.fc1 = cnn.Linear(c.embed_dim, c.ffn_mult * c.embed_dim, init_std=c.init_std)
         self.act = cnn.CGELU()
@@ -97,12 +109,15 @@ class BornLM(LanguageModel):
     def forward(self, ids: torch.Tensor, targets: torch.Tensor | None = None) -> LMOutput:
         """See the class docstring; raises ``ValueError``/``TypeError`` on malformed ids or targets."""
         self.check_ids(ids)
+        t = ids.shape[1]
+        if self.config.attn_mode == "linear":  # the chunked form needs whole chunks; right padding is causal-safe
+            ids = torch.nn.functional.pad(ids, (0, -t % self.config.attn_chunk))
         h = self.embed(ids)
         if self.pos is not None:
             h = h + self.pos[: ids.shape[1]]
         for block in self.blocks:
             h = block(h)
-        z = self.head(self.norm(h))
+        z = self.head(self.norm(h[:, :t]))
         loss = None
         if targets is not None:
             self.check_ids(targets, "targets")

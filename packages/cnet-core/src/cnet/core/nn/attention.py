@@ -20,29 +20,48 @@ __all__ = ["BornAttention", "MultiheadBornAttention"]
 class BornAttention(nn.Module):
     """Born-rule attention over given queries, keys and values (CNet's ``BornAttention``), no parameters.
 
-    ``A_km = |<q_k, k_m>|^2 / (sum_{m' <= k} |<q_k, k_m'>|^2 + eps)``, ``O_k = sum_m A_km v_m``; see
+    ``A_km = g^(k-m) |<q_k, k_m>|^2 / (sum_{m' <= k} g^(k-m') |<q_k, k_m'>|^2 + eps)``, ``O_k = sum_m A_km v_m``
+    with an optional fixed per-head decay ``g`` (CNet's ``setDecay``); see
     :func:`cnet.core.ops.reference.born_attention` for the exact rule (0/0 -> 0, non-causal mode).
+    ``mode="linear"`` evaluates the same operator in its exact chunkwise linear form
+    (:func:`cnet.core.ops.reference.born_attention_linear`, causal only, ``T`` a multiple of ``chunk``).
 
     Args:
         causal: query ``k`` sees keys ``m <= k`` only.
         eps: non-negative constant added to each row's normaliser (validated at call time by the op).
+        decay: ``None``, a float in (0, 1] for every head, or a sequence of ``H`` floats (causal only).
+        mode: ``"quadratic"`` or ``"linear"``.
+        chunk: chunk length of the linear form.
 
     Shapes: ``forward(q, k, v)``: ``q``, ``k`` ``c[B, H, T, D]``, ``v`` ``c[B, H, T, Dv]`` -> ``c[B, H, T, Dv]``.
 
     Raises:
-        As :func:`cnet.core.ops.reference.born_attention`.
+        ValueError: unknown ``mode``, or ``mode="linear"`` with ``causal=False``; at call time as the ops.
     """
 
-    def __init__(self, causal: bool = True, eps: float = 0.0) -> None:
+    def __init__(self, causal: bool = True, eps: float = 0.0, decay=None, mode: str = "quadratic",
+                 chunk: int = 64) -> None:
         super().__init__()
-        self.causal, self.eps = causal, eps
+        if mode not in ("quadratic", "linear"):
+            raise ValueError(f"BornAttention: argument 'mode' must be 'quadratic' or 'linear', got {mode!r}")
+        if mode == "linear" and not causal:
+            raise ValueError("BornAttention: mode='linear' is causal only; pass causal=True")
+        self.causal, self.eps, self.mode, self.chunk = causal, eps, mode, chunk
+        self.register_buffer("decay", None if decay is None else torch.as_tensor(decay, dtype=torch.float64),
+                             persistent=False)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """Attend ``q`` to ``k`` and mix ``v``; shapes as in the class docstring."""
-        return ops.born_attention(q, k, v, causal=self.causal, eps=self.eps)
+        decay = self.decay
+        if decay is not None:
+            decay = decay.item() if decay.dim() == 0 else decay.to(q.real.dtype)
+        if self.mode == "linear":
+            return ops.born_attention_linear(q, k, v, eps=self.eps, decay=decay, chunk=self.chunk)
+        return ops.born_attention(q, k, v, causal=self.causal, eps=self.eps, decay=decay)
 
     def extra_repr(self) -> str:
-        return f"causal={self.causal}, eps={self.eps}"
+        decay = None if self.decay is None else self.decay.tolist()
+        return f"causal={self.causal}, eps={self.eps}, decay={decay}, mode={self.mode!r}, chunk={self.chunk}"
 
 
 class MultiheadBornAttention(nn.Module):
@@ -64,6 +83,7 @@ class MultiheadBornAttention(nn.Module):
         causal: causal (decoder) mask.
         bias: learnable complex biases in the four projections.
         init_std: std of the real and of the imaginary part of fresh projection weights.
+        decay, mode, chunk: as :class:`BornAttention` (fixed per-head decay; quadratic or exact linear form).
 
     Attributes:
         q_proj, k_proj, v_proj: :class:`~cnet.core.nn.Linear` ``E -> d``.
@@ -83,7 +103,7 @@ class MultiheadBornAttention(nn.Module):
 
     def __init__(self, embed_dim: int, num_heads: int = 1, qk_dim: int | None = None, rope: bool = True,
                  rope_base: float = 10000.0, eps: float = 0.0, causal: bool = True, bias: bool = True,
-                 init_std: float = 0.02) -> None:
+                 init_std: float = 0.02, decay=None, mode: str = "quadratic", chunk: int = 64) -> None:
         super().__init__()
         sizes = {"embed_dim": embed_dim, "num_heads": num_heads}
         if qk_dim is not None:
@@ -104,7 +124,7 @@ class MultiheadBornAttention(nn.Module):
         self.v_proj = Linear(embed_dim, d, bias=bias, init_std=init_std)
         self.out_proj = Linear(d, embed_dim, bias=bias, init_std=init_std)
         self.rotary = RotaryEmbedding(rope_base) if rope else None
-        self.attention = BornAttention(causal=causal, eps=eps)
+        self.attention = BornAttention(causal=causal, eps=eps, decay=decay, mode=mode, chunk=chunk)
 
     def _heads(self, t: torch.Tensor) -> torch.Tensor:
         b, n, _ = t.shape
