@@ -106,7 +106,7 @@ def test_offline_error_names_the_three_sources(monkeypatch, no_hub):
     assert "(2) $CNET_DATA_DIR/tinyshakespeare.txt: the variable is not set" in msg
     assert "(3) the Hugging Face Hub dataset 'karpathy/tiny_shakespeare': ConnectionError" in msg
     assert "OfflineModeIsEnabled" in msg
-    assert msg.endswith("Point CNET_DATA_DIR at a folder holding tinyshakespeare.txt, or give the file itself: "
+    assert msg.endswith("Point CNET_DATA_DIR at a folder holding tinyshakespeare.txt, or give its location: "
                         "path=... in Python, --data-path on the command line (cnet train, cnet eval).")
     assert no_hub == [("karpathy/tiny_shakespeare",)]
 

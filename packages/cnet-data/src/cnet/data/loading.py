@@ -14,8 +14,8 @@ __all__ = ["load"]
 def load(name: str, split: str | None, **options: Any) -> datasets.Dataset:
     """Load the registered dataset ``name``: calls its loader as ``loader(split, **options)``.
 
-    Datasets are registered by plugins through the ``cnet_register_datasets`` hook (cnet-data registers
-    ``tiny_shakespeare`` and ``text_bytes``); ``cnet plugins`` lists them.
+    Datasets are registered by plugins through the ``cnet_register_datasets`` hook (cnet-data's own are listed
+    in its README); ``cnet plugins`` lists every installed one.
 
     Args:
         name: registered dataset name, e.g. ``"tiny_shakespeare"``.

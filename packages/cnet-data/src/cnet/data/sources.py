@@ -63,6 +63,6 @@ def not_found_error(dataset: str, filename: str, hub_id: str, hub_reason: str) -
     return FileNotFoundError(
         f"dataset {dataset!r} not found. Sources tried, in order: (1) an explicit path= option: none given; "
         f"(2) ${DATA_DIR_ENV}/{filename}: {env_state}; (3) the Hugging Face Hub dataset {hub_id!r}: {hub_reason}. "
-        f"Point {DATA_DIR_ENV} at a folder holding {filename}, or give the file itself: path=... in Python, "
+        f"Point {DATA_DIR_ENV} at a folder holding {filename}, or give its location: path=... in Python, "
         f"--data-path on the command line (cnet train, cnet eval)."
     )
