@@ -121,3 +121,18 @@ def test_eval_and_generate_errors(trained, tmp_path, capsys):
     (out / "vocab.json").write_text(json.dumps(vocab))
     assert main(["generate", "--model", str(out), "--prompt", vocab["chars"][1]]) == 2
     assert "vocab.json has 5 symbols" in capsys.readouterr().err
+
+
+def test_byte_level_training_and_eval_on_pg19_mini(shakespeare_path, tmp_path, capsys):
+    # shakespeare_path only guarantees CNET_DATA_DIR is set; pg19-mini lives beside it
+    if not (shakespeare_path.parent / "pg19-mini").is_dir():
+        pytest.skip("pg19-mini is not in CNET_DATA_DIR")
+    out = tmp_path / "bytes"
+    assert main(["train", "born-lm", "--dataset", "pg19", "--output", str(out), "--steps", "20", *TINY]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["unit"] == "nats/byte" and json.loads((out / "vocab.json").read_text()) == {"type": "bytes"}
+    import math
+    assert summary["best_val_loss"] < math.log(256)
+    assert abs(summary["best_val_bits_per_token"] - summary["best_val_loss"] / math.log(2)) < 1e-12
+    assert main(["generate", "--model", str(out), "--prompt", "It was", "--max-new-tokens", "5"]) == 0
+    assert capsys.readouterr().out.startswith("It was")

@@ -14,9 +14,10 @@ from cnet.data.sources import DATA_DIR_ENV
 from cnet.data.synthetic import copy_memory, needle
 from cnet.data.text import split_by_position, tiny_shakespeare
 from cnet.data.text_bytes import text_bytes
-from cnet.data.vocab import VOCAB_FILE, CharVocab
+from cnet.data.vocab import VOCAB_FILE, ByteVocab, CharVocab, Vocab, vocab_from_json
 
-__all__ = ["load", "tiny_shakespeare", "split_by_position", "text_bytes", "CharVocab", "VOCAB_FILE",
+__all__ = ["load", "tiny_shakespeare", "split_by_position", "text_bytes", "CharVocab", "ByteVocab", "Vocab",
+           "vocab_from_json", "VOCAB_FILE",
            "DATA_DIR_ENV", "pg19", "strip_gutenberg", "bits_per_byte", "require_length", "copy_memory", "needle",
            "listops", "lra_listops", "evaluate_listops", "write_listops_tsv", "fft_mnist", "complex_tokens",
            "read_idx", "lra_text", "lra_image", "pathfinder", "pathfinder_synthetic", "write_pathfinder_lra"]

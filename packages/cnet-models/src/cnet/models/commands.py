@@ -81,12 +81,12 @@ def run_train(args) -> int:
 
 def _load_with_vocab(folder: str):
     from cnet.core.checkpoint import read_sidecar
-    from cnet.data import CharVocab
+    from cnet.data import vocab_from_json
     from cnet.models.registry import load
 
     model = load(folder)
     try:
-        vocab = CharVocab.from_json(read_sidecar(folder, "vocab.json"))
+        vocab = vocab_from_json(read_sidecar(folder, "vocab.json"))
     except (TypeError, KeyError, ValueError) as exc:
         raise ValueError(f"corrupt checkpoint {folder}: vocab.json: {exc}") from None
     if len(vocab) != model.config.vocab_size:
@@ -127,18 +127,19 @@ def configure_eval(p) -> None:
 
 
 def run_eval(args) -> int:
-    """Run ``cnet eval``: nats/char (and bits/char) over the whole split, every character scored once."""
-    from cnet.data import load
-    from cnet.models.corpus import encode_text, split_text
+    """Run ``cnet eval``: nats and bits per character (or per byte) over the whole split, each scored once."""
+    from cnet.data import ByteVocab, load
+    from cnet.models.corpus import encode_split, split_text
     from cnet.models.train import score_stream
 
     model, vocab = _load_with_vocab(args.model)
     options = {"path": args.data_path} if args.data_path else {}
-    stream = encode_text(vocab, split_text(load(args.dataset, args.split, **options), args.dataset, args.split))
+    stream = encode_split(vocab, split_text(load(args.dataset, args.split, **options), args.dataset, args.split))
     device = "cuda" if torch.cuda.is_available() else "cpu"
     res = score_stream(model.to(device), stream, batch=args.batch_size, device=device)
+    unit = "byte" if isinstance(vocab, ByteVocab) else "char"
     res = {"model": str(Path(args.model)), "dataset": args.dataset, "split": args.split,
-           "nats_per_char": res["nats_per_token"], "bits_per_char": res["nats_per_token"] / math.log(2),
-           "chars_scored": res["tokens"]}
+           f"nats_per_{unit}": res["nats_per_token"], f"bits_per_{unit}": res["nats_per_token"] / math.log(2),
+           f"{unit}s_scored": res["tokens"]}
     print(json.dumps(res, indent=2))
     return 0

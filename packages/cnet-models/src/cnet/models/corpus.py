@@ -1,4 +1,9 @@
-"""Token streams for language-model training: a dataset's train and held-out text, encoded by one vocabulary."""
+"""Token streams for language-model training: a dataset's train and held-out splits, encoded by one vocabulary.
+
+Text datasets (a ``text`` column, e.g. tiny-shakespeare) use a :class:`~cnet.data.CharVocab` of their
+characters; byte datasets (a ``bytes`` column, e.g. ``pg19`` or ``text_bytes``) use the 256-symbol
+:class:`~cnet.data.ByteVocab`, so losses are nats per byte.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,9 @@ from dataclasses import dataclass
 
 import torch
 
-from cnet.data import CharVocab, load
+from cnet.data import ByteVocab, CharVocab, Vocab, load
 
-__all__ = ["Corpus", "load_corpus", "encode_text", "split_text"]
+__all__ = ["Corpus", "load_corpus", "encode_split", "split_text"]
 
 
 @dataclass
@@ -17,36 +22,49 @@ class Corpus:
 
     train: torch.Tensor
     validation: torch.Tensor
-    vocab: CharVocab
+    vocab: Vocab
 
 
-def split_text(dataset, name: str, split: str) -> str:
-    """The text of one split (rows of the ``text`` column joined).
+def split_text(dataset, name: str, split: str) -> str | bytes:
+    """The contents of one split: the rows of its ``text`` column joined, or of its ``bytes`` column.
 
     Raises:
-        ValueError: no ``text`` column (e.g. a byte dataset), or the split is empty.
+        ValueError: neither column exists, or the split is empty.
     """
-    if "text" not in dataset.column_names:
-        raise ValueError(f"dataset {name!r} split {split!r} has no 'text' column (columns: {dataset.column_names}); "
-                         "character language models need text")
-    text = "".join(dataset["text"])
-    if not text:
+    if "text" in dataset.column_names:
+        data = "".join(dataset["text"])
+    elif "bytes" in dataset.column_names:
+        data = b"".join(dataset["bytes"])
+    else:
+        raise ValueError(f"dataset {name!r} split {split!r} has neither a 'text' nor a 'bytes' column "
+                         f"(columns: {dataset.column_names}); language models need one of them")
+    if not data:
         raise ValueError(f"dataset {name!r} split {split!r} is empty")
-    return text
+    return data
 
 
-def encode_text(vocab: CharVocab, text: str) -> torch.Tensor:
-    """Encode ``text`` with ``vocab`` into ``i[N]`` int64 (raises ``ValueError`` naming unknown characters)."""
-    return torch.tensor(vocab.encode(text), dtype=torch.int64)
+def encode_split(vocab: Vocab, data: str | bytes) -> torch.Tensor:
+    """Encode a split's contents into ``i[N]`` int64.
+
+    Raises:
+        ValueError: characters outside a character vocabulary (named in the message), or bytes given to a
+            character vocabulary.
+    """
+    if isinstance(data, bytes):
+        if not isinstance(vocab, ByteVocab):
+            raise ValueError("the dataset holds bytes but the model's vocabulary is a character vocabulary")
+        return torch.frombuffer(bytearray(data), dtype=torch.uint8).long()
+    return torch.tensor(vocab.encode(data), dtype=torch.int64)
 
 
-def load_corpus(name: str, *, path: str | None = None, vocab: CharVocab | None = None) -> Corpus:
+def load_corpus(name: str, *, path: str | None = None, vocab: Vocab | None = None) -> Corpus:
     """Load ``name``'s train and validation splits through :func:`cnet.data.load` and encode them.
 
     Args:
-        name: registered dataset name, e.g. ``"tiny_shakespeare"``.
-        path: explicit data file, the first source of DESIGN.md section 5.
-        vocab: reuse a saved vocabulary (e.g. for ``cnet eval``); default: the characters of both splits, sorted.
+        name: registered dataset name, e.g. ``"tiny_shakespeare"`` or ``"pg19"``.
+        path: explicit data location, the first source of DESIGN.md section 5.
+        vocab: reuse a saved vocabulary; default: bytes for byte datasets, else the sorted characters of both
+            splits.
 
     Raises:
         KeyError: unknown dataset. FileNotFoundError: no source holds the data. ValueError: empty split, or a
@@ -55,5 +73,6 @@ def load_corpus(name: str, *, path: str | None = None, vocab: CharVocab | None =
     options = {"path": path} if path else {}
     train = split_text(load(name, "train", **options), name, "train")
     val = split_text(load(name, "validation", **options), name, "validation")
-    vocab = vocab or CharVocab.from_text(train + val)
-    return Corpus(encode_text(vocab, train), encode_text(vocab, val), vocab)
+    if vocab is None:
+        vocab = ByteVocab() if isinstance(train, bytes) else CharVocab.from_text(train + val)
+    return Corpus(encode_split(vocab, train), encode_split(vocab, val), vocab)

@@ -28,6 +28,7 @@ from accelerate.utils import set_seed
 from tqdm.auto import tqdm
 
 from cnet.core.checkpoint import atomic_write
+from cnet.data import ByteVocab
 from cnet.models.corpus import Corpus, load_corpus
 from cnet.models.registry import create, save
 
@@ -255,8 +256,9 @@ def train(model_name: str, dataset: str, output: str | Path, *, model_overrides:
     summary = {"model": model_name, "dataset": dataset, "best_val_loss": best, "best_step": best_step,
                "steps": step, "wall_s": round(wall, 1),
                "train_ms_per_step": round(1000 * (wall - eval_time) / max(step, 1), 2),
-               "parameters": counts, "device": str(accelerator.device), "processes": accelerator.num_processes,
-               "unit": "nats/token"}
+               "best_val_bits_per_token": best / math.log(2), "parameters": counts,
+               "device": str(accelerator.device), "processes": accelerator.num_processes,
+               "unit": "nats/byte" if isinstance(corpus.vocab, ByteVocab) else "nats/char"}
     if accelerator.is_main_process:
         atomic_write(output / "summary.json", json.dumps(summary, indent=2) + "\n")
     accelerator.wait_for_everyone()
