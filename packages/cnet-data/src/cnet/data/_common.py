@@ -82,17 +82,6 @@ def local_dir(dirnames: str | Sequence[str], path: str | os.PathLike | None) -> 
     return None
 
 
-def local_only_not_found(dataset: str, relname: str, why_no_hub: str) -> FileNotFoundError:
-    """The not-found error of a dataset without a Hub source: names ``path=``, ``$CNET_DATA_DIR`` and why no Hub."""
-    root = os.environ.get(DATA_DIR_ENV)
-    env_state = f"{Path(root) / relname} does not exist" if root else "the variable is not set"
-    return FileNotFoundError(
-        f"dataset {dataset!r} not found. Sources tried, in order: (1) an explicit path= option: none given; "
-        f"(2) ${DATA_DIR_ENV}/{relname}: {env_state}; (3) the Hugging Face Hub: not used ({why_no_hub}). "
-        f"Point {DATA_DIR_ENV} at a folder holding {relname}, or pass path=... in Python."
-    )
-
-
 def hub_load(dataset: str, relname: str, hub_id: str, split: str, **kwargs: Any) -> Any:
     """``datasets.load_dataset(hub_id, split=split, **kwargs)``; any failure becomes the three-source error."""
     try:

@@ -31,9 +31,9 @@ from cnet.data._common import (
     check_split,
     generate,
     local_dir,
-    local_only_not_found,
     to_dataset,
 )
+from cnet.data.sources import not_found_error
 
 __all__ = ["LISTOPS_OPERATORS", "LISTOPS_PAD", "LISTOPS_VOCAB", "LRA_LISTOPS_DIR", "evaluate_listops",
            "listops", "listops_ids", "lra_listops", "lra_listops_string", "write_listops_tsv"]
@@ -319,7 +319,7 @@ def lra_listops(split: str, *, path: str | os.PathLike | None = None, length: in
         return _read_tsv(Path(path), length)
     folder = local_dir(LRA_LISTOPS_DIR, path)
     if folder is None:
-        raise local_only_not_found("lra_listops", f"{LRA_LISTOPS_DIR}/{_LRA_FILES[split]}",
+        raise not_found_error("lra_listops", f"{LRA_LISTOPS_DIR}/{_LRA_FILES[split]}", None,
                                    "no Hub copy of LRA's ListOps is used")
     file = folder / _LRA_FILES[split]
     if not file.is_file():

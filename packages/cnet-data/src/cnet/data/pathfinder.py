@@ -28,9 +28,9 @@ from cnet.data._common import (
     check_split,
     generate,
     local_dir,
-    local_only_not_found,
     to_dataset,
 )
+from cnet.data.sources import not_found_error
 
 __all__ = ["PATHFINDER_SUBSET", "pathfinder", "pathfinder_synthetic", "write_pathfinder_lra"]
 
@@ -112,7 +112,7 @@ def pathfinder(split: str | None, *, path: str | os.PathLike | None = None, reso
     dirname = f"pathfinder{resolution}"
     base = local_dir(dirname, path)
     if base is None:
-        raise local_only_not_found("pathfinder", f"{dirname}/{subset}/metadata", "no Hub copy of LRA's Pathfinder "
+        raise not_found_error("pathfinder", f"{dirname}/{subset}/metadata", None, "no Hub copy of LRA's Pathfinder "
                                    "is used")
     from PIL import Image
 

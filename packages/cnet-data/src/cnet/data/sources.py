@@ -46,23 +46,25 @@ def local_file(filename: str, path: str | os.PathLike | None = None) -> Path | N
     return None
 
 
-def not_found_error(dataset: str, filename: str, hub_id: str, hub_reason: str) -> FileNotFoundError:
+def not_found_error(dataset: str, filename: str, hub_id: str | None, hub_reason: str) -> FileNotFoundError:
     """The error raised when none of the three sources has ``dataset``.
 
     Args:
         dataset: the registered dataset name, e.g. ``"tiny_shakespeare"``.
-        filename: the file looked for in ``$CNET_DATA_DIR``.
-        hub_id: the Hub dataset that was tried.
-        hub_reason: why the Hub load failed (e.g. offline mode, no network).
+        filename: the file or folder looked for in ``$CNET_DATA_DIR``.
+        hub_id: the Hub dataset that was tried, or ``None`` for a dataset with no Hub copy.
+        hub_reason: why the Hub load failed (e.g. offline mode, no network), or why there is none.
 
     Returns:
         A :class:`FileNotFoundError` naming the three sources and how to fix the problem.
     """
     root = os.environ.get(DATA_DIR_ENV)
     env_state = f"{Path(root) / filename} does not exist" if root else "the variable is not set"
+    hub = f"the Hugging Face Hub dataset {hub_id!r}: {hub_reason}" if hub_id else f"the Hugging Face Hub: not used " \
+        f"({hub_reason})"
     return FileNotFoundError(
         f"dataset {dataset!r} not found. Sources tried, in order: (1) an explicit path= option: none given; "
-        f"(2) ${DATA_DIR_ENV}/{filename}: {env_state}; (3) the Hugging Face Hub dataset {hub_id!r}: {hub_reason}. "
+        f"(2) ${DATA_DIR_ENV}/{filename}: {env_state}; (3) {hub}. "
         f"Point {DATA_DIR_ENV} at a folder holding {filename}, or give its location: path=... in Python, "
         f"--data-path on the command line (cnet train, cnet eval)."
     )
