@@ -13,6 +13,10 @@ SMALL = {
     "born-lm": dict(embed_dim=16, num_layers=2, context=12, num_heads=2),
     "complex-fnet": dict(embed_dim=8, num_layers=2, context=12),
     "real-fnet": dict(embed_dim=8, num_layers=2, context=12, ffn_dim=32),
+    "h-mamba": dict(d_model=16, d_inner=32, num_layers=2, num_heads=2, d_state=4, chunk=4, context=12),
+    "mamba": dict(d_model=16, d_inner=32, num_layers=2, d_state=4, ffn_dim=16, context=12),
+    "h-transformer": dict(d_model=16, d_inner=32, num_layers=2, num_heads=2, head_dim=4, attn_chunk=4, context=12),
+    "transformer": dict(d_model=16, num_layers=2, num_heads=2, ffn_dim=32, context=12),
 }
 
 

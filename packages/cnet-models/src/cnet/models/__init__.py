@@ -7,5 +7,7 @@
 from cnet.models.base import LanguageModel, count_parameters
 from cnet.models.output import LMOutput
 from cnet.models.registry import create, list_models, load, model_name, save
+from cnet.models.shortcut import match
 
-__all__ = ["create", "list_models", "save", "load", "model_name", "LMOutput", "LanguageModel", "count_parameters"]
+__all__ = ["create", "list_models", "save", "load", "model_name", "match", "LMOutput", "LanguageModel",
+           "count_parameters"]

@@ -10,9 +10,11 @@ __all__ = ["cnet_register_models", "cnet_register_commands"]
 
 @hookimpl
 def cnet_register_models(models):
-    """Register ``born-lm``, ``complex-fnet`` and ``real-fnet``."""
+    """Register ``born-lm``, ``complex-fnet``, ``real-fnet`` and the quantum-shortcut models
+    (``h-mamba``, ``mamba``, ``h-transformer``, ``transformer``)."""
     from cnet.models.born_lm import BornLM, BornLMConfig
     from cnet.models.fnet import ComplexFNet, ComplexFNetConfig, RealFNet, RealFNetConfig
+    from cnet.models.shortcut import register as register_shortcut
 
     models.add("born-lm", BornLM, config=BornLMConfig,
                description="complex Born-rule attention LM with RoPE and TokenNorm (CNet paper section 11)")
@@ -20,6 +22,7 @@ def cnet_register_models(models):
                description="complex causal FNet with a Born head (CNet paper section 11.2)")
     models.add("real-fnet", RealFNet, config=RealFNetConfig,
                description="real twin of complex-fnet, parameter-matched (CNet paper section 11.2)")
+    register_shortcut(models)
 
 
 @hookimpl

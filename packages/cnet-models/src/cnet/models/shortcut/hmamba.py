@@ -22,12 +22,13 @@ Choices where the paper is silent (each a config field):
   ceiling at 0.1 would then hold dt at exactly 0.1 with zero gradient for every token, killing the step-size
   pathway, while a floor only acts once the logit falls below -2.25 and keeps the base rotation from stalling.
   ``"max"`` gives the ceiling reading.
-* The per-head projection is one dense ``d_inner -> H (6N+1)`` map (with bias): with the paper's sizes this is what
-  makes H-Mamba's 253M agree with the real Mamba plus a 1258-wide SwiGLU branch (per block 3.18M here against the
-  branch's 3.87M minus Mamba's x/dt projections); a per-head slice of the inner width would be 16x smaller.
-* Read-out: ``C * h`` coordinate-wise, both real and imaginary parts (``2N`` reals per head) projected back to the
-  inner width (``readout="complex"``; the same parameter accounting selects it). ``readout="real"`` keeps
-  ``Re(C * h)`` only.
+* The per-head projection is one dense ``d_inner -> H (6N+1)`` map (with bias), and the read-out is ``C * h``
+  coordinate-wise with both real and imaginary parts (``2N`` reals per head) projected back to the inner width
+  (``readout="complex"``). These are the readings under which the paper's numbers close: per block at d_model 1024,
+  d_inner 2048 the two projections hold 3.18M + 1.05M, Mamba's selective-scan parameters 0.36M, and the difference,
+  3.866M, is what a SwiGLU branch of width 1258 holds (3 x 1024 x 1258 = 3.865M); ``match`` finds 1259 for
+  the 253M configuration. A per-head slice of the inner width would be 16x smaller, a real-only read-out
+  (``readout="real"``, ``Re(C * h)``) 0.52M smaller per block.
 * ``omega``: magnitudes on a geometric grid from ``omega_min = 0.01`` to ``omega_max = 1`` (two decades; at the
   initial dt = 0.69 a step turns 0.007 to 0.67 rad), sign alternating ``+, -, +, ...`` across the N coordinates,
   the same grid in every head, learned (``learn_omega``).
@@ -78,7 +79,7 @@ def base_frequencies(n: int, omega_min: float, omega_max: float) -> torch.Tensor
 
 @dataclass
 class HMambaConfig:
-    """Configuration of :class:`HMamba` (defaults: ~14.9M real parameters; the paper's run is d_model 1024,
+    """Configuration of :class:`HMamba` (defaults: 14,961,888 real parameters; the paper's run is d_model 1024,
     d_inner 2048, 24 layers, 253M)."""
 
     vocab_size: int = 256         # bytes
@@ -100,7 +101,8 @@ class HMambaConfig:
     prior: str = "unit_modulus"   # "unit_modulus", "unit_norm" or "zero"
     readout: str = "complex"      # "complex": [Re, Im](C h) (2N per head) or "real": Re(C h) (N per head)
     proj_bias: bool = True        # biases in the per-head projection and the back projection
-    init_std: float = 0.02        # N(0, std^2): embedding, back and output projections
+    init_std: float = 0.02        # N(0, std^2): back and output projections
+    embed_init_std: float = 1e-3  # N(0, std^2) embedding (tied head; see blocks.py)
     proj_init_std: float = 0.02   # N(0, std^2): the per-head parameter projection ("small")
     norm_eps: float = 1e-5
 
@@ -111,6 +113,7 @@ class HMambaConfig:
                     d_inner=self.d_inner, num_layers=self.num_layers, num_heads=self.num_heads,
                     d_state=self.d_state, d_conv=self.d_conv, chunk=self.chunk)
         require_positive(where, dt_clamp=self.dt_clamp, omega_min=self.omega_min, init_std=self.init_std,
+                         embed_init_std=self.embed_init_std,
                          proj_init_std=self.proj_init_std, norm_eps=self.norm_eps)
         check_choice(where, "dt_clamp_mode", self.dt_clamp_mode, ("min", "max"))
         check_choice(where, "prior", self.prior, ("unit_modulus", "unit_norm", "zero"))
@@ -237,13 +240,13 @@ class HMamba(TiedByteLM):
                 gate_init=(c.gate_init_min, c.gate_init_max), prior=c.prior, readout=c.readout, bias=c.proj_bias,
                 proj_init_std=c.proj_init_std), norm_eps=c.norm_eps)
             for _ in range(c.num_layers))
-        self._init_weights(c.init_std)
+        self._init_weights(c.init_std, c.embed_init_std)
 
 
 @dataclass
 class MambaConfig:
     """Configuration of :class:`Mamba`, the real twin; ``ffn_dim`` defaults to the width that matches the default
-    :class:`HMambaConfig` (1315: 14,876,160 against 14,876,032 real scalars, 0.0009% apart)."""
+    :class:`HMambaConfig` (1313: 14,959,488 against 14,961,888 real scalars, 0.016% apart)."""
 
     vocab_size: int = 256
     context: int = 1024
@@ -255,9 +258,10 @@ class MambaConfig:
     dt_rank: int | None = None    # rank of the dt projection; None -> ceil(d_model / 16) (Mamba's default)
     dt_init_min: float = 0.001    # initial dt log-uniform in [dt_init_min, dt_init_max] (Mamba's init)
     dt_init_max: float = 0.1
-    ffn_dim: int = 1315           # hidden width of the parameter-matching SwiGLU branch (0: none)
+    ffn_dim: int = 1313           # hidden width of the parameter-matching SwiGLU branch (0: none)
     ffn_placement: str = "parallel"  # "parallel" (mixer's normalised input) or "sequential" (own RMSNorm)
     init_std: float = 0.02
+    embed_init_std: float = 1e-3  # N(0, std^2) embedding (tied head; see blocks.py)
     norm_eps: float = 1e-5
 
     def __post_init__(self) -> None:
@@ -269,7 +273,8 @@ class MambaConfig:
                     d_inner=self.d_inner, num_layers=self.num_layers, d_state=self.d_state, d_conv=self.d_conv,
                     dt_rank=self.dt_rank)
         check_sizes(where, 0, ffn_dim=self.ffn_dim)
-        require_positive(where, dt_init_min=self.dt_init_min, init_std=self.init_std, norm_eps=self.norm_eps)
+        require_positive(where, dt_init_min=self.dt_init_min, init_std=self.init_std,
+                         embed_init_std=self.embed_init_std, norm_eps=self.norm_eps)
         if not self.dt_init_min <= self.dt_init_max:
             raise ValueError(f"{where}: need dt_init_min <= dt_init_max, got {self.dt_init_min}, {self.dt_init_max}")
         check_choice(where, "ffn_placement", self.ffn_placement, ("parallel", "sequential"))
@@ -335,4 +340,4 @@ class Mamba(TiedByteLM):
                        SelectiveScan(c.d_inner, c.d_state, c.dt_rank, (c.dt_init_min, c.dt_init_max)),
                        ffn_dim=c.ffn_dim, ffn_placement=c.ffn_placement, norm_eps=c.norm_eps)
             for _ in range(c.num_layers))
-        self._init_weights(c.init_std)
+        self._init_weights(c.init_std, c.embed_init_std)
