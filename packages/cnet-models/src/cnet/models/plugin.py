@@ -10,10 +10,11 @@ __all__ = ["cnet_register_models", "cnet_register_commands"]
 
 @hookimpl
 def cnet_register_models(models):
-    """Register ``born-lm``, ``complex-fnet``, ``real-fnet`` and the quantum-shortcut models
-    (``h-mamba``, ``mamba``, ``h-transformer``, ``transformer``)."""
+    """Register ``born-lm``, ``complex-fnet``, ``real-fnet``, the quantum-shortcut models (``h-mamba``,
+    ``mamba``, ``h-transformer``, ``transformer``) and the phase-coherent family (``pct``, ``pcr-pathx``)."""
     from cnet.models.born_lm import BornLM, BornLMConfig
     from cnet.models.fnet import ComplexFNet, ComplexFNetConfig, RealFNet, RealFNetConfig
+    from cnet.models.pct import register as register_pct
     from cnet.models.shortcut import register as register_shortcut
 
     models.add("born-lm", BornLM, config=BornLMConfig,
@@ -23,6 +24,7 @@ def cnet_register_models(models):
     models.add("real-fnet", RealFNet, config=RealFNetConfig,
                description="real twin of complex-fnet, parameter-matched (CNet paper section 11.2)")
     register_shortcut(models)
+    register_pct(models)
 
 
 @hookimpl

@@ -13,6 +13,7 @@ from cnet.core.nn.init import complex_normal_
 from cnet.core.nn.linear import CEmbedding, Embedding, Linear, TokenwiseLinear
 from cnet.core.nn.loss import BornCrossEntropy, born_probabilities
 from cnet.core.nn.norm import TokenNorm
+from cnet.core.nn.phase import PCR, ComplexRMSNorm, ModReLU, PhaseCoherentRecurrence, TanhNorm, complex_glorot_
 from cnet.core.nn.rotary import RotaryEmbed, RotaryEmbedding
 
 __all__ = [
@@ -24,5 +25,6 @@ __all__ = [
     "Linear", "TokenwiseLinear", "Embedding", "CEmbedding",
     "BornCrossEntropy", "born_probabilities",
     "TokenNorm",
+    "ComplexRMSNorm", "ModReLU", "TanhNorm", "PhaseCoherentRecurrence", "PCR", "complex_glorot_",
     "RotaryEmbedding", "RotaryEmbed",
 ]

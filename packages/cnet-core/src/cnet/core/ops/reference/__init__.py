@@ -15,6 +15,18 @@ from cnet.core.ops.reference.linear import embedding, linear
 from cnet.core.ops.reference.linear_attention import born_attention_linear
 from cnet.core.ops.reference.loss import born_cross_entropy
 from cnet.core.ops.reference.norm import token_norm
+from cnet.core.ops.reference.pct import (
+    causal_conv,
+    complex_dot_score,
+    cosine_overlap,
+    cosine_score,
+    lru_kernel,
+    mix_values,
+    modrelu,
+    score_gate,
+    screening_gate,
+    tanh_norm,
+)
 from cnet.core.ops.reference.rotary import rotary
 from cnet.core.ops.reference.scan import complex_scan
 
@@ -27,10 +39,12 @@ __all__ = [
     "complex_scan",
     "born_cross_entropy",
     "linear", "embedding",
+    "cosine_score", "cosine_overlap", "complex_dot_score", "score_gate", "screening_gate", "mix_values",
+    "tanh_norm", "modrelu", "lru_kernel", "causal_conv",
 ]
 
 EXAMPLES = {}
-for _mod in ("attention", "elementwise", "fourier", "gla", "linear", "linear_attention", "loss", "norm", "rotary",
-             "scan"):
+for _mod in ("attention", "elementwise", "fourier", "gla", "linear", "linear_attention", "loss", "norm", "pct",
+             "rotary", "scan"):
     EXAMPLES.update(importlib.import_module(f"cnet.core.ops.reference.{_mod}").EXAMPLES)
 del _mod
