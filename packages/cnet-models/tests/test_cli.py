@@ -3,9 +3,16 @@
 import json
 
 import pytest
+import torch
 
 from cnet.core.cli import main
 from cnet.data import split_by_position
+
+
+def _snapshot(folder):
+    """Every file below ``folder`` with its bytes (the checkpoint, logs and the hidden resume state)."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
 
 TINY = ["--set", "embed_dim=16", "--set", "num_layers=1", "--set", "context=16", "--set", "batch_size=8",
         "--set", "eval_every=10", "--set", "eval_windows=16", "--set", "warmup_steps=5", "--quiet"]
@@ -54,7 +61,7 @@ def test_eval_scores_whole_split(trained, excerpt, capsys):
 
 def test_errors_are_one_line_and_nothing_saved_is_damaged(trained, tmp_path, capsys):
     out, _ = trained
-    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    before = _snapshot(out)
     assert main(["generate", "--model", str(out), "--prompt", "ROMEO\u00e9", "--max-new-tokens", "3"]) == 2
     assert "\u00e9" in capsys.readouterr().err
     assert main(["generate", "--model", str(tmp_path / "missing"), "--prompt", "A"]) == 2
@@ -68,7 +75,7 @@ def test_errors_are_one_line_and_nothing_saved_is_damaged(trained, tmp_path, cap
     assert "bogus" in capsys.readouterr().err
     assert main(["train", "born-lm", "--dataset", "tiny_shakespeare", "--output", str(out), "--steps", "1"]) == 2
     assert "already holds a checkpoint" in capsys.readouterr().err
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert _snapshot(out) == before
 
 
 def test_corrupt_checkpoint_is_reported(trained, tmp_path, capsys):
@@ -99,12 +106,12 @@ def test_set_values_are_typed(excerpt, tmp_path, capsys):
 
 def test_divergence_is_an_error_and_keeps_the_old_checkpoint(trained, excerpt, capsys):
     out, _ = trained
-    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    before = _snapshot(out)
     rc = main(["train", "born-lm", "--dataset", "tiny_shakespeare", "--data-path", str(excerpt), "--output",
                str(out), "--overwrite", "--steps", "30", *TINY, "--set", "lr=1e30", "--set", "grad_clip=0"])
     assert rc == 2
     assert "loss became" in capsys.readouterr().err
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert _snapshot(out) == before
 
 
 def test_eval_and_generate_errors(trained, tmp_path, capsys):
@@ -136,3 +143,42 @@ def test_byte_level_training_and_eval_on_pg19_mini(shakespeare_path, tmp_path, c
     assert abs(summary["best_val_bits_per_token"] - summary["best_val_loss"] / math.log(2)) < 1e-12
     assert main(["generate", "--model", str(out), "--prompt", "It was", "--max-new-tokens", "5"]) == 0
     assert capsys.readouterr().out.startswith("It was")
+
+
+def test_resume_continues_exactly(excerpt, tmp_path, monkeypatch, capsys):
+    from safetensors.torch import load_file
+
+    import cnet.models.train as train_module
+
+    args = ["train", "born-lm", "--dataset", "tiny_shakespeare", "--data-path", str(excerpt), "--steps", "30",
+            *TINY]
+    assert main([*args, "--output", str(tmp_path / "straight")]) == 0
+
+    # the same run, stopped by an interruption right after its evaluation at step 20
+    real_save = train_module.save_resume
+
+    def stop_after_step_20(output, **kw):
+        real_save(output, **kw)
+        if kw["loop"]["step"] == 20:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(train_module, "save_resume", stop_after_step_20)
+    with pytest.raises(KeyboardInterrupt):
+        main([*args, "--output", str(tmp_path / "cut")])
+    monkeypatch.setattr(train_module, "save_resume", real_save)
+    capsys.readouterr()
+    assert main([*args, "--output", str(tmp_path / "cut"), "--steps", "30"]) == 2     # refuses without --resume
+    assert "already holds a checkpoint" in capsys.readouterr().err
+    assert main([*args, "--output", str(tmp_path / "cut"), "--resume", "--set", "lr=0.5"]) == 2
+    assert "differs from the saved run" in capsys.readouterr().err
+    assert main([*args, "--output", str(tmp_path / "cut"), "--resume"]) == 0
+
+    a = load_file(tmp_path / "straight" / ".resume" / "model.safetensors")
+    b = load_file(tmp_path / "cut" / ".resume" / "model.safetensors")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    la = (tmp_path / "straight" / "metrics.jsonl").read_text().splitlines()
+    lb = (tmp_path / "cut" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(x)["val_loss"] for x in la] == [json.loads(x)["val_loss"] for x in lb]
+    assert main(["train", "born-lm", "--dataset", "tiny_shakespeare", "--data-path", str(excerpt),
+                 "--output", str(tmp_path / "none"), "--resume", *TINY]) == 2
+    assert "no resume state" in capsys.readouterr().err

@@ -41,6 +41,8 @@ def configure_train(p) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a model config field (e.g. embed_dim=64) or a training field (e.g. lr=2e-3); repeatable")
     p.add_argument("--overwrite", action="store_true", help="replace a checkpoint already in --output")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run saved in --output exactly where it stopped (same settings)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -73,7 +75,7 @@ def run_train(args) -> int:
         train_over["steps"] = args.steps
     summary = train(args.model, args.dataset, args.output, model_overrides=model_over,
                     train_config=TrainConfig(**train_over), data_path=args.data_path, progress=not args.quiet,
-                    overwrite=args.overwrite)
+                    overwrite=args.overwrite, resume=args.resume)
     if PartialState().is_main_process:
         print(json.dumps(summary, indent=2))
     return 0

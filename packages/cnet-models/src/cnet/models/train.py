@@ -9,8 +9,9 @@ What it does, top to bottom: seed; load and encode the corpus; build the model w
 AdamW (complex parameters update their real and imaginary parts as independent reals, as CNet's true Adam
 does); linear warm-up then cosine decay to ``min_lr_ratio * lr``; global gradient-norm clipping; every
 ``eval_every`` steps the loss on a fixed held-out set of windows; the best model by that loss is saved to the
-output folder with its vocabulary; every evaluation is a JSON line in ``metrics.jsonl`` there; a summary
-(``summary.json``) at the end. Losses are nats per token (nats/char for character models).
+output folder with its vocabulary; every evaluation is a JSON line in ``metrics.jsonl`` there, and the state
+for an exact resume goes to ``.resume/`` (``cnet train ... --resume``); a summary (``summary.json``) at the end.
+Losses are nats per token (nats/char for character models, nats/byte for byte models).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from cnet.core.checkpoint import atomic_write
 from cnet.data import ByteVocab
 from cnet.models.corpus import Corpus, load_corpus
 from cnet.models.registry import create, save
+from cnet.models.resume import load_resume, save_resume
 
 __all__ = ["TrainConfig", "train", "lr_factor", "evaluate_windows", "score_stream", "random_windows"]
 
@@ -158,7 +160,7 @@ def _require_finite(what: str, value: float, step: int) -> None:
 
 def train(model_name: str, dataset: str, output: str | Path, *, model_overrides: dict | None = None,
           train_config: TrainConfig | None = None, data_path: str | None = None, corpus: Corpus | None = None,
-          progress: bool = True, overwrite: bool = False) -> dict:
+          progress: bool = True, overwrite: bool = False, resume: bool = False) -> dict:
     """Train ``model_name`` on ``dataset`` and keep the best checkpoint in ``output``.
 
     Args:
@@ -173,6 +175,9 @@ def train(model_name: str, dataset: str, output: str | Path, *, model_overrides:
         corpus: an already loaded :class:`Corpus` (skips loading).
         progress: show a progress bar.
         overwrite: allow ``output`` to hold an earlier checkpoint, which the new run replaces.
+        resume: continue the run saved in ``output/.resume`` (written at every evaluation) exactly where it stopped:
+            same remaining batches, schedule and optimiser state. The model and training settings must be the
+            saved run's.
 
     Returns:
         The summary dict (also written to ``summary.json``): best validation loss (nats/token), steps, wall time,
@@ -181,13 +186,14 @@ def train(model_name: str, dataset: str, output: str | Path, *, model_overrides:
     Raises:
         KeyError: unknown model or dataset. FileNotFoundError: data not found. ValueError: bad config, a corpus
         shorter than one window, ``output`` is a file, it holds a checkpoint and ``overwrite`` is false, or the
-        loss became NaN or infinite (the folder then keeps the last good checkpoint).
+        loss became NaN or infinite (the folder then keeps the last good checkpoint), or ``resume`` with other
+        settings than the saved run's. FileNotFoundError: ``resume`` without a saved state.
     """
     cfg = train_config or TrainConfig()
     output = Path(output)
     if output.exists() and not output.is_dir():
         raise ValueError(f"train: 'output' {output} exists and is not a folder")
-    if (output / "config.json").exists() and not overwrite:
+    if (output / "config.json").exists() and not (overwrite or resume):
         raise ValueError(f"train: 'output' {output} already holds a checkpoint; choose another folder or pass "
                          "--overwrite to replace it")
     accelerator = Accelerator()
@@ -208,12 +214,24 @@ def train(model_name: str, dataset: str, output: str | Path, *, model_overrides:
     gen = torch.Generator().manual_seed(cfg.seed * 1000 + accelerator.process_index)
     sidecars = {"vocab.json": corpus.vocab.to_json(),
                 "training.json": {"dataset": dataset, "train_config": dataclasses.asdict(cfg)}}
-    best, best_step, history = float("inf"), 0, []
-    start = time.perf_counter()
-    eval_time = 0.0
+    settings = {"model": model_name, "dataset": dataset, "model_config": accelerator.unwrap_model(model).config_dict(),
+                "train_config": dataclasses.asdict(cfg)}
+    best, best_step, history, step, eval_time, elapsed = float("inf"), 0, [], 0, 0.0, 0.0
+    if resume:
+        saved = load_resume(output, accelerator.process_index)
+        for key, value in settings.items():
+            if saved.loop.get(key) != value:
+                raise ValueError(f"train: cannot resume {output}: '{key}' differs from the saved run "
+                                 f"(saved {saved.loop.get(key)!r}, now {value!r})")
+        accelerator.unwrap_model(model).load_state_dict(saved.model_state)
+        optimizer.load_state_dict(saved.optimizer_state)
+        gen.set_state(saved.generator_state)
+        best, best_step, history = saved.loop["best"], saved.loop["best_step"], saved.loop["history"]
+        step, eval_time, elapsed = saved.loop["step"], saved.loop["eval_time"], saved.loop["elapsed"]
+    start = time.perf_counter() - elapsed
     time_fraction = 0.0
-    bar = tqdm(total=cfg.steps, disable=not (progress and accelerator.is_local_main_process), desc="train")
-    step = 0
+    bar = tqdm(total=cfg.steps, initial=step, disable=not (progress and accelerator.is_local_main_process),
+               desc="train")
     train_loss = float("nan")
     while step < cfg.steps and time_fraction < 1.0:
         lr = cfg.lr * lr_factor(cfg, step, time_fraction)
@@ -251,6 +269,11 @@ def train(model_name: str, dataset: str, output: str | Path, *, model_overrides:
                 if improved:
                     save(accelerator.unwrap_model(model), output, sidecars={**sidecars, "metrics.json": record})
                 atomic_write(output / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in history))
+            loop = {**settings, "step": step, "best": best, "best_step": best_step, "history": history,
+                    "eval_time": eval_time, "elapsed": time.perf_counter() - start}
+            save_resume(output, model=accelerator.unwrap_model(model), optimizer=optimizer.optimizer
+                        if hasattr(optimizer, "optimizer") else optimizer, generator=gen,
+                        rank=accelerator.process_index, loop=loop, is_main=accelerator.is_main_process)
     bar.close()
     wall = time.perf_counter() - start
     summary = {"model": model_name, "dataset": dataset, "best_val_loss": best, "best_step": best_step,
