@@ -163,8 +163,8 @@ def test_resume_continues_exactly(excerpt, tmp_path, monkeypatch, capsys):
             raise KeyboardInterrupt
 
     monkeypatch.setattr(train_module, "save_resume", stop_after_step_20)
-    with pytest.raises(KeyboardInterrupt):
-        main([*args, "--output", str(tmp_path / "cut")])
+    assert main([*args, "--output", str(tmp_path / "cut")]) == 130
+    assert "interrupted" in capsys.readouterr().err
     monkeypatch.setattr(train_module, "save_resume", real_save)
     capsys.readouterr()
     assert main([*args, "--output", str(tmp_path / "cut"), "--steps", "30"]) == 2     # refuses without --resume
@@ -182,3 +182,19 @@ def test_resume_continues_exactly(excerpt, tmp_path, monkeypatch, capsys):
     assert main(["train", "born-lm", "--dataset", "tiny_shakespeare", "--data-path", str(excerpt),
                  "--output", str(tmp_path / "none"), "--resume", *TINY]) == 2
     assert "no resume state" in capsys.readouterr().err
+
+
+def test_models_that_are_not_next_token_models_are_refused(excerpt, tmp_path, capsys):
+    base = ["train", "pct", "--dataset", "tiny_shakespeare", "--data-path", str(excerpt), "--steps", "2", *TINY[:-1],
+            "--set", "num_heads=2"]
+    # bidirectional attention would see the characters it must predict
+    assert main([*base, "--output", str(tmp_path / "p1"), "--set", "task=tokens", "--set", "causal=false"]) == 2
+    assert "not a causal next-token model" in capsys.readouterr().err
+    assert not (tmp_path / "p1").exists()
+    # the causal token model trains; num_classes follows the vocabulary
+    assert main([*base, "--output", str(tmp_path / "p2"), "--set", "task=tokens", "--set", "causal=true",
+                 "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["train", "pcr-pathx", "--dataset", "tiny_shakespeare", "--data-path", str(excerpt),
+                 "--output", str(tmp_path / "p3")]) == 2
+    assert "not a language model" in capsys.readouterr().err

@@ -27,7 +27,7 @@ def test_compare_cli_writes_record_plot_and_table(excerpt, tmp_path, capsys):
                "--set", "warmup_steps=2", "--targets", "4.0,3.5,0.01", "--quiet"])
     assert rc == 0
     text = capsys.readouterr().out
-    assert "not reached" in text and "ratio a/b" in text
+    assert "not reached" in text and "ratio A/B" in text and "warning" not in text
     rec = json.loads((out / "compare.json").read_text())
     assert rec["protocol"]["steps"] == 20 and rec["protocol"]["batch_size"] == 4
     assert [s for s, _ in rec["curves"]["a"]] == [5, 10, 15, 20] == [s for s, _ in rec["curves"]["b"]]
@@ -53,3 +53,17 @@ def test_compare_argument_errors(excerpt, tmp_path, capsys):
     assert "model fields only" in capsys.readouterr().err
     assert main([*base, "--set", "ffn_dim=8"]) == 2   # a real-fnet field that complex-fnet lacks
     assert "not a field of 'complex-fnet'" in capsys.readouterr().err
+
+
+def test_compare_checks_both_models_before_training_and_warns_on_unmatched_sizes(excerpt, tmp_path, capsys):
+    base = ["compare", "complex-fnet", "real-fnet", "--dataset", "tiny_shakespeare", "--data-path", str(excerpt),
+            "--steps", "4", "--set", "embed_dim=8", "--set", "num_layers=1", "--set", "context=16",
+            "--set", "eval_every=2", "--set", "eval_windows=4", "--set", "batch_size=2", "--set", "warmup_steps=1",
+            "--quiet"]
+    assert main([*base, "--output", str(tmp_path / "bad"), "--set-b", "ffn_dim=-3"]) == 2
+    assert "ffn_dim" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()          # nothing was trained for A
+    assert main([*base, "--output", str(tmp_path / "wide"), "--set-b", "ffn_dim=512"]) == 0
+    assert "warning: the two models' parameter counts differ" in capsys.readouterr().out
+    rec = json.loads((tmp_path / "wide" / "compare.json").read_text())
+    assert rec["parameter_gap"] > 0.01

@@ -39,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     Errors a user can fix (``ValueError``, ``KeyError``, ``TypeError``, ``OSError`` such as a missing file or a
     failed download) are printed as one line ``cnet: error: ...`` with exit code 2 instead of a traceback.
     A reader that stops early (``cnet plugins | head``) ends the command quietly with exit code 0: the rest of
-    the output goes to the null device (the idiom of the Python docs' "Note on SIGPIPE").
+    the output goes to the null device (the idiom of the Python docs' "Note on SIGPIPE"). Ctrl-C prints
+    ``cnet: interrupted`` and returns 130.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -58,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"cnet: error: {msg}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("cnet: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -57,6 +57,14 @@ class LanguageModel(nn.Module):
         if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.config.vocab_size):
             raise ValueError(f"{type(self).__name__}: '{name}' holds ids outside [0, {self.config.vocab_size})")
 
+    def next_token_problem(self) -> str | None:
+        """Why this model, as configured, is not a causal next-token model (``None`` when it is one).
+
+        The training app, the evaluation and generation refuse a model that reports a problem: a bidirectional
+        model would see the tokens it is asked to predict.
+        """
+        return None
+
     def pad_to_context(self, ids: torch.Tensor) -> torch.Tensor:
         """Right-pad ``i[B, T]`` with id 0 to ``i[B, context]``; causality keeps positions ``< T`` unaffected."""
         pad = self.config.context - ids.shape[1]

@@ -84,9 +84,13 @@ def run_train(args) -> int:
 def _load_with_vocab(folder: str):
     from cnet.core.checkpoint import read_sidecar
     from cnet.data import vocab_from_json
+    from cnet.models.base import LanguageModel
     from cnet.models.registry import load
 
     model = load(folder)
+    problem = model.next_token_problem() if isinstance(model, LanguageModel) else "it is not a language model"
+    if problem:
+        raise ValueError(f"{folder} is not a causal next-token model: {problem}")
     try:
         vocab = vocab_from_json(read_sidecar(folder, "vocab.json"))
     except (TypeError, KeyError, ValueError) as exc:

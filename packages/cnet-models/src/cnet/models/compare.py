@@ -19,7 +19,7 @@ from pathlib import Path
 
 from cnet.core.checkpoint import atomic_write
 from cnet.models.corpus import load_corpus
-from cnet.models.train import TrainConfig, train
+from cnet.models.train import TrainConfig, build_language_model, train
 
 __all__ = ["compare", "steps_to_target", "default_targets", "format_table"]
 
@@ -92,6 +92,16 @@ def compare(model_a: str, model_b: str, dataset: str, output: str | Path, *, tra
         raise ValueError("compare: 'targets' is empty; give at least one loss or leave it unset")
     output = Path(output)
     corpus = load_corpus(dataset, path=data_path)
+    # Check both set-ups before spending any training time on the first.
+    counts = []
+    for tag, name, own in (("a", model_a, overrides_a), ("b", model_b, overrides_b)):
+        if (output / tag / "config.json").exists() and not overwrite:
+            raise ValueError(f"compare: {output / tag} already holds a checkpoint; choose another --output or pass "
+                             "--overwrite")
+        model = build_language_model(name, {**(overrides or {}), **(own or {}), "vocab_size": len(corpus.vocab)})
+        counts.append(model.num_parameters()["real_scalars"])
+        del model
+    gap = abs(counts[0] - counts[1]) / max(counts)
     summaries, curves = [], []
     for tag, name, own in (("a", model_a, overrides_a), ("b", model_b, overrides_b)):
         summaries.append(train(name, dataset, output / tag, model_overrides={**(overrides or {}), **(own or {})},
@@ -108,6 +118,7 @@ def compare(model_a: str, model_b: str, dataset: str, output: str | Path, *, tra
               "protocol": dataclasses.asdict(train_config), "overrides": overrides or {},
               "overrides_a": overrides_a or {}, "overrides_b": overrides_b or {},
               "parameters": {"a": summaries[0]["parameters"], "b": summaries[1]["parameters"]},
+              "parameter_gap": gap,
               "best_val_loss": {"a": summaries[0]["best_val_loss"], "b": summaries[1]["best_val_loss"]},
               "curves": {"a": curves[0], "b": curves[1]}, "targets": rows}
     atomic_write(output / "compare.json", json.dumps(record, indent=2) + "\n")
@@ -118,7 +129,11 @@ def compare(model_a: str, model_b: str, dataset: str, output: str | Path, *, tra
 def format_table(record: dict) -> str:
     """A plain-text table of a :func:`compare` record's targets (``not reached`` where a model never got there)."""
     a, b = record["model_a"], record["model_b"]
-    lines = [f"{'target':>8}  {a + ' steps':>16}  {b + ' steps':>16}  {'ratio a/b':>9}"]
+    lines = []
+    if record["parameter_gap"] > 0.01:
+        lines.append(f"warning: the two models' parameter counts differ by {100 * record['parameter_gap']:.1f}%; "
+                     "match them (cnet.models.match, or --set-a / --set-b widths) for a like-for-like comparison")
+    lines.append(f"{'target':>8}  {'A: ' + a:>16}  {'B: ' + b:>16}  {'ratio A/B':>9}")
     for r in record["targets"]:
         fmt = [str(r[k]) if r[k] is not None else "not reached" for k in ("steps_a", "steps_b")]
         ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"

@@ -30,11 +30,13 @@ from tqdm.auto import tqdm
 
 from cnet.core.checkpoint import atomic_write
 from cnet.data import ByteVocab
+from cnet.models.base import LanguageModel
 from cnet.models.corpus import Corpus, load_corpus
 from cnet.models.registry import create, save
 from cnet.models.resume import load_resume, save_resume
 
-__all__ = ["TrainConfig", "train", "lr_factor", "evaluate_windows", "score_stream", "random_windows"]
+__all__ = ["TrainConfig", "train", "build_language_model", "lr_factor", "evaluate_windows", "score_stream",
+           "random_windows"]
 
 
 @dataclass
@@ -152,6 +154,28 @@ def score_stream(model, stream: torch.Tensor, *, batch: int = 64, device: str | 
     return {"nats_per_token": nats, "bits_per_token": nats / math.log(2), "tokens": count}
 
 
+def build_language_model(name: str, overrides: dict):
+    """Create ``name`` for next-token training; a ``num_classes`` field, if any, defaults to the vocabulary size.
+
+    Raises:
+        ValueError: the model is not a causal next-token language model as configured (e.g. a classifier, or a
+        bidirectional attention model, which would see the tokens it is asked to predict).
+    """
+    from cnet.core.plugins import registries
+
+    entry = registries().models.get(name)
+    if not (isinstance(entry["obj"], type) and issubclass(entry["obj"], LanguageModel)):
+        raise ValueError(f"train: {name!r} is not a language model; the training app trains next-token models only")
+    fields = {f.name for f in dataclasses.fields(entry["config"])}
+    if "num_classes" in fields and "num_classes" not in overrides:
+        overrides = {**overrides, "num_classes": overrides["vocab_size"]}
+    model = create(name, **overrides)
+    problem = model.next_token_problem()
+    if problem:
+        raise ValueError(f"train: {name!r} as configured is not a causal next-token model: {problem}")
+    return model
+
+
 def _require_finite(what: str, value: float, step: int) -> None:
     if not math.isfinite(value):
         raise ValueError(f"train: the {what} loss became {value} at step {step}; the folder keeps the last good "
@@ -204,7 +228,7 @@ def train(model_name: str, dataset: str, output: str | Path, *, model_overrides:
         raise ValueError(f"train: vocab_size={overrides['vocab_size']} disagrees with the corpus vocabulary "
                          f"({len(corpus.vocab)} symbols); leave it unset")
     overrides["vocab_size"] = len(corpus.vocab)
-    model = create(model_name, **overrides)
+    model = build_language_model(model_name, overrides)
     context = model.config.context
     val_windows = evaluate_windows(corpus.validation, context, cfg.eval_windows)
     counts = model.num_parameters()
@@ -268,6 +292,8 @@ def train(model_name: str, dataset: str, output: str | Path, *, model_overrides:
                 # folder's earlier files as they were until it has a checkpoint of its own.
                 if improved:
                     save(accelerator.unwrap_model(model), output, sidecars={**sidecars, "metrics.json": record})
+                    if len(history) == 1:  # an overwritten run's summary no longer describes the folder
+                        (output / "summary.json").unlink(missing_ok=True)
                 atomic_write(output / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in history))
             loop = {**settings, "step": step, "best": best, "best_step": best_step, "history": history,
                     "eval_time": eval_time, "elapsed": time.perf_counter() - start}

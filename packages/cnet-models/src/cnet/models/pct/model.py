@@ -246,8 +246,16 @@ class PCT(LanguageModel):
     def generate(self, ids: torch.Tensor, max_new_tokens: int, **kwargs) -> torch.Tensor:
         """Sample continuations; only for a causal next-token model (``task="tokens"``, ``causal=True``, token
         input, ``num_classes == vocab_size``), else ``ValueError``. See :meth:`LanguageModel.generate`."""
-        c = self.config
-        if not (c.task == "tokens" and c.causal and c.input_kind == "tokens" and c.num_classes == c.vocab_size):
-            raise ValueError("PCT.generate needs task='tokens', causal=True, input_kind='tokens' and "
-                             "num_classes == vocab_size (a next-token model)")
+        problem = self.next_token_problem()
+        if problem:
+            raise ValueError(f"PCT.generate: {problem}")
         return super().generate(ids, max_new_tokens, **kwargs)
+
+    def next_token_problem(self) -> str | None:
+        """``None`` for a causal next-token model, else why not (see :meth:`LanguageModel.next_token_problem`)."""
+        c = self.config
+        if c.task == "tokens" and c.causal and c.input_kind == "tokens" and c.num_classes == c.vocab_size:
+            return None
+        return ("a next-token model needs task='tokens', causal=True, input_kind='tokens' and num_classes == "
+                f"vocab_size; this one has task={c.task!r}, causal={c.causal}, input_kind={c.input_kind!r}, "
+                f"num_classes={c.num_classes}, vocab_size={c.vocab_size}")
