@@ -207,3 +207,12 @@ def test_born_lm_linear_mode_is_the_same_model():
     assert torch.equal(lin.generate(x[:, :3], 6, temperature=0), quad.generate(x[:, :3], 6, temperature=0))
     with pytest.raises(ValueError, match="not a multiple of attn_chunk"):
         cm.create("born-lm", context=24, attn_mode="linear", attn_chunk=7)
+
+
+def test_training_settings_are_checked():
+    from cnet.models.train import TrainConfig
+
+    for bad in (dict(grad_clip=-1.0), dict(max_minutes=-1.0), dict(lr=0.0), dict(steps=0)):
+        with pytest.raises(ValueError):
+            TrainConfig(**bad)
+    assert cm.create("born-lm", vocab_size=11, embed_dim=16, num_layers=1, rope=0).config.rope is False

@@ -23,6 +23,8 @@ def _coerce(where: str, name: str, typ, value):
     if typ is bool:
         if isinstance(value, bool):
             return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
         if isinstance(value, str) and value.lower() in _TRUE | _FALSE:
             return value.lower() in _TRUE
         raise bad
@@ -60,7 +62,7 @@ def _coerce(where: str, name: str, typ, value):
 def coerce_fields(cls, values: dict, where: str) -> dict:
     """Check ``values`` against the dataclass ``cls`` and convert each to its field's type.
 
-    Strings are parsed (``"3"`` -> 3, ``"1e-3"`` -> 0.001, ``"False"``/``"false"``/``"0"`` -> False,
+    Strings are parsed (``"3"`` -> 3, ``"1e-3"`` -> 0.001, ``"False"``/``"false"``/``"0"``/``0`` -> False,
     ``"none"`` -> None for optional fields); an int is accepted where a float is expected.
 
     Args:

@@ -63,6 +63,8 @@ class TrainConfig:
                 raise ValueError(f"train: '{name}' must be >= 1, got {getattr(self, name)}")
         if self.lr <= 0 or not 0 <= self.min_lr_ratio <= 1 or self.warmup_steps < 0:
             raise ValueError("train: need lr > 0, 0 <= min_lr_ratio <= 1 and warmup_steps >= 0")
+        if self.grad_clip < 0 or self.max_minutes < 0 or self.weight_decay < 0:
+            raise ValueError("train: grad_clip, max_minutes and weight_decay must be >= 0 (0 turns the first two off)")
 
 
 def lr_factor(cfg: TrainConfig, step: int, time_fraction: float = 0.0) -> float:
