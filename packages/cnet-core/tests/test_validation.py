@@ -27,3 +27,14 @@ def test_require_complex_refuses_complex32_naming_the_argument_and_dtype():
 def test_require_complex_refuses_real_tensors_and_non_tensors(value, got):
     with pytest.raises(TypeError, match=f"op: argument 'z' must be a complex .*{got}"):
         require_complex("op", z=value)
+
+
+def test_require_broadcasts_to_names_both_arguments():
+    from cnet.core.validation import require_broadcasts_to
+
+    s = torch.zeros(2, 3, 4)
+    require_broadcasts_to("op", "bias", torch.zeros(4), "s", s)
+    require_broadcasts_to("op", "bias", torch.zeros(3, 1), "s", s)
+    for bad in (torch.zeros(5), torch.zeros(2, 2, 3, 4)):   # does not broadcast / would enlarge 's'
+        with pytest.raises(ValueError, match=r"op: 'bias' of shape .* does not broadcast to 's' \(2, 3, 4\)"):
+            require_broadcasts_to("op", "bias", bad, "s", s)

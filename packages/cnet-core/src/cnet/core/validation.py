@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["require_complex", "require_same_shape", "require_rank"]
+__all__ = ["require_complex", "require_same_shape", "require_rank", "require_broadcasts_to"]
 
 _COMPLEX_DTYPES = (torch.complex64, torch.complex128)
 
@@ -59,3 +59,18 @@ def require_rank(where: str, rank: int, layout: str, **tensors: torch.Tensor) ->
     for name, t in tensors.items():
         if t.dim() != rank:
             raise ValueError(f"{where}: argument '{name}' must be {layout} ({rank} dims), got shape {tuple(t.shape)}")
+
+
+def require_broadcasts_to(where: str, name: str, t: torch.Tensor, target_name: str, target: torch.Tensor) -> None:
+    """Raise ``ValueError`` unless ``t`` broadcasts to ``target``'s shape without enlarging it (e.g. a bias).
+
+    Raises:
+        ValueError: naming both arguments and their shapes.
+    """
+    try:
+        ok = torch.broadcast_shapes(t.shape, target.shape) == target.shape
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise ValueError(f"{where}: '{name}' of shape {tuple(t.shape)} does not broadcast to '{target_name}' "
+                         f"{tuple(target.shape)}")

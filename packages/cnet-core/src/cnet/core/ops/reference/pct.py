@@ -27,7 +27,7 @@ import math
 import torch
 
 from cnet.core.ops.reference.elementwise import _sum_to
-from cnet.core.validation import require_complex, require_rank
+from cnet.core.validation import require_broadcasts_to, require_complex, require_rank
 
 __all__ = ["cosine_score", "cosine_overlap", "complex_dot_score", "score_gate", "screening_gate", "mix_values",
            "tanh_norm", "modrelu", "lru_kernel", "causal_conv", "GATE_KINDS", "EXAMPLES"]
@@ -329,12 +329,7 @@ def score_gate(s: torch.Tensor, bias: torch.Tensor | None = None, kind: str = "s
         _require_real("score_gate", bias=bias)
         if bias.dtype != s.dtype:
             raise TypeError(f"score_gate: 'bias' must have the dtype of 's' ({s.dtype}), got {bias.dtype}")
-        try:
-            if torch.broadcast_shapes(bias.shape, s.shape) != s.shape:
-                raise RuntimeError
-        except RuntimeError:
-            raise ValueError(f"score_gate: 'bias' of shape {tuple(bias.shape)} does not broadcast to 's' "
-                             f"{tuple(s.shape)}") from None
+        require_broadcasts_to("score_gate", "bias", bias, "s", s)
     return _ScoreGate.apply(s, bias, kind, causal)
 
 
@@ -571,12 +566,7 @@ def modrelu(z: torch.Tensor, bias: torch.Tensor, power: int = 1) -> torch.Tensor
         raise TypeError(f"modrelu: argument 'power' must be an int, got {type(power).__name__}")
     if power < 1:
         raise ValueError(f"modrelu: argument 'power' must be >= 1, got {power}")
-    try:
-        if torch.broadcast_shapes(bias.shape, z.shape) != z.shape:
-            raise RuntimeError
-    except RuntimeError:
-        raise ValueError(f"modrelu: 'bias' of shape {tuple(bias.shape)} does not broadcast to 'z' "
-                         f"{tuple(z.shape)}") from None
+    require_broadcasts_to("modrelu", "bias", bias, "z", z)
     return _ModReLU.apply(z, bias, power)
 
 
