@@ -1,0 +1,44 @@
+"""What every Triton backend checks before it takes a call: Triton importable, inputs on one CUDA device.
+
+Under ``TRITON_INTERPRET=1`` (the CPU interpreter, used by the CI parity tests) the kernels run on CPU tensors when
+called directly; dispatch still registers them for CUDA only, so CPU calls through ``cnet.core.ops`` use the
+reference.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import torch
+
+__all__ = ["interpreting", "triton_problem"]
+
+
+def interpreting() -> bool:
+    """True when Triton runs kernels in its CPU interpreter (``TRITON_INTERPRET=1``)."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+@functools.cache
+def _import_problem() -> str:
+    try:
+        import triton  # noqa: F401
+    except ImportError as exc:  # pragma: no cover - depends on the machine
+        return f"triton is not importable ({exc})"
+    return ""
+
+
+def triton_problem(**tensors: torch.Tensor) -> str:
+    """Why a Triton kernel cannot run on these tensors ("" when it can): Triton missing, or the tensors are not on
+    one CUDA device (CPU tensors are accepted under the interpreter)."""
+    problem = _import_problem()
+    if problem:
+        return problem
+    devices = {t.device for t in tensors.values()}
+    if len(devices) != 1:
+        return f"inputs {', '.join(tensors)} are on different devices {sorted(map(str, devices))}"
+    device = devices.pop()
+    if device.type != "cuda" and not (interpreting() and device.type == "cpu"):
+        return f"inputs are on {device}, not CUDA"
+    return ""
