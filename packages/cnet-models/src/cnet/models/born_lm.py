@@ -10,7 +10,8 @@ Every block is pre-norm with TokenNorm (a parameter-free per-token complex RMS n
 trained with the Born-rule cross-entropy and its gradient-only probability floor (section 9). The paper's
 configuration is E=160, 8 blocks, context 64, RoPE, TokenNorm, floor 1e-3 (``cnet.models.create("born-lm")``).
 Choices the paper leaves open, each a config field: the Q/K/V width is E/2 in total (NOTES.md), split into
-``num_heads`` heads; the FFN hidden activation is CGELU; a final TokenNorm precedes the head. ``attn_decay``
+``num_heads`` heads; the FFN hidden activation is CGELU; a final TokenNorm precedes the head; ``dropout`` (0 by
+default, as CNet recommends for Born-loss models) applies complex dropout to both residual branches. ``attn_decay``
 adds CNet's fixed score decay and ``attn_mode="linear"`` evaluates the same attention in its exact chunkwise
 linear form (inputs are padded on the right to whole chunks, which leaves earlier positions unchanged).
 """
@@ -50,11 +51,14 @@ class BornLMConfig:
     attn_chunk: int = 64
     floor: float = 1e-3           # probability floor of the Born loss (gradient only)
     init_std: float = 0.02        # N(0, std^2) per real and imaginary part
+    dropout: float = 0.0          # complex dropout on each residual branch (CNet warns it can pin a Born LM)
 
     def __post_init__(self) -> None:
         require_positive("born-lm", vocab_size=self.vocab_size - 1, context=self.context, embed_dim=self.embed_dim,
                          num_layers=self.num_layers, num_heads=self.num_heads, ffn_mult=self.ffn_mult,
                          rope_base=self.rope_base, init_std=self.init_std)
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"born-lm: dropout must be in [0, 1), got {self.dropout}")
         if not 0 <= self.floor < 1 or self.attn_eps < 0:
             raise ValueError(f"born-lm: need 0 <= floor < 1 and attn_eps >= 0, got {self.floor}, {self.attn_eps}")
         if self.attn_decay is not None and not 0 < self.attn_decay <= 1:
@@ -80,10 +84,11 @@ class _Block(nn.Module):
         self.fc1 = cnn.Linear(c.embed_dim, c.ffn_mult * c.embed_dim, init_std=c.init_std)
         self.act = cnn.CGELU()
         self.fc2 = cnn.Linear(c.ffn_mult * c.embed_dim, c.embed_dim, init_std=c.init_std)
+        self.drop = cnn.ComplexDropout(c.dropout)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
-        h = h + self.attn(self.norm1(h))
-        return h + self.fc2(self.act(self.fc1(self.norm2(h))))
+        h = h + self.drop(self.attn(self.norm1(h)))
+        return h + self.drop(self.fc2(self.act(self.fc1(self.norm2(h)))))
 
 
 class BornLM(LanguageModel):
