@@ -137,3 +137,28 @@ def test_gla_step_bad_input():
         gated_linear_attention_step(q, k, v, g[..., None])
     with pytest.raises(ValueError, match="'q' must be c\\[B, H, D\\]"):
         gated_linear_attention_step(*_GOOD)
+
+
+def test_multihead_gla_layer_is_the_token_loop_of_its_recurrence():
+    from cnet.core.nn import MultiheadGatedLinearAttention
+
+    torch.manual_seed(0)
+    layer = MultiheadGatedLinearAttention(8, num_heads=2, qk_dim=6, rope=False, init_std=0.3)
+    x = torch.randn(2, 9, 8, dtype=torch.complex64)
+    q, k, v = (layer._heads(p(x)) for p in (layer.q_proj, layer.k_proj, layer.v_proj))
+    g = layer.gate_proj(x).real.transpose(1, 2)
+    o = _gla_loop(q, k, v, g)[0].transpose(1, 2).reshape(2, 9, 6)
+    o = o / o.abs().square().mean(-1, keepdim=True).add(1e-5).sqrt()
+    torch.testing.assert_close(layer(x), layer.out_proj(o), atol=1e-5, rtol=1e-4)
+
+
+def test_multihead_gla_layer_starts_with_graded_retention_and_checks_sizes():
+    from cnet.core.nn import MultiheadGatedLinearAttention
+
+    layer = MultiheadGatedLinearAttention(16, num_heads=4)
+    keep = torch.sigmoid(layer.gate_proj.bias.real)
+    torch.testing.assert_close(keep, torch.tensor([1 - 2**-3, 1 - 2**-(3 + 5 / 3), 1 - 2**-(3 + 10 / 3), 1 - 2**-8]))
+    with pytest.raises(ValueError, match="attention width 8 .* divisible by num_heads=3"):
+        MultiheadGatedLinearAttention(16, num_heads=3)
+    with pytest.raises(TypeError, match="MultiheadGatedLinearAttention"):
+        layer(torch.randn(1, 4, 16))

@@ -11,9 +11,11 @@ trained with the Born-rule cross-entropy and its gradient-only probability floor
 configuration is E=160, 8 blocks, context 64, RoPE, TokenNorm, floor 1e-3 (``cnet.models.create("born-lm")``).
 Choices the paper leaves open, each a config field: the Q/K/V width is E/2 in total (NOTES.md), split into
 ``num_heads`` heads; the FFN hidden activation is CGELU; a final TokenNorm precedes the head; ``dropout`` (0 by
-default, as CNet recommends for Born-loss models) applies complex dropout to both residual branches. ``attn_decay``
-adds CNet's fixed score decay and ``attn_mode="linear"`` evaluates the same attention in its exact chunkwise
-linear form (inputs are padded on the right to whole chunks, which leaves earlier positions unchanged).
+default, as CNet recommends for Born-loss models) applies complex dropout to both residual branches.
+``mixer="gla"`` swaps Born attention for complex gated linear attention (CNet's ``-gla true``; the ``attn_*``
+fields then do not apply). ``attn_decay`` adds CNet's fixed score decay and ``attn_mode="linear"`` evaluates the
+same attention in its exact chunkwise linear form (inputs are padded on the right to whole chunks, which leaves
+earlier positions unchanged).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class BornLMConfig:
     learned_positions: bool = False  # add a learned c[T, E] position table to the embedding
     attn_eps: float = 0.0         # Born attention normaliser epsilon
     attn_decay: float | None = None  # fixed decay of the score per token of distance (CNet's setDecay), in (0, 1]
+    mixer: str = "born"           # "born" (Born attention) or "gla" (complex gated linear attention, CNet's -gla)
     attn_mode: str = "quadratic"  # "quadratic", or "linear": the exact chunkwise form (context % attn_chunk == 0)
     attn_chunk: int = 64
     floor: float = 1e-3           # probability floor of the Born loss (gradient only)
@@ -63,6 +66,8 @@ class BornLMConfig:
             raise ValueError(f"born-lm: need 0 <= floor < 1 and attn_eps >= 0, got {self.floor}, {self.attn_eps}")
         if self.attn_decay is not None and not 0 < self.attn_decay <= 1:
             raise ValueError(f"born-lm: attn_decay must be in (0, 1], got {self.attn_decay}")
+        if self.mixer not in ("born", "gla"):
+            raise ValueError(f"born-lm: mixer must be 'born' or 'gla', got {self.mixer!r}")
         if self.attn_mode not in ("quadratic", "linear"):
             raise ValueError(f"born-lm: attn_mode must be 'quadratic' or 'linear', got {self.attn_mode!r}")
         if self.attn_mode == "linear" and self.context % self.attn_chunk:
@@ -77,9 +82,13 @@ class _Block(nn.Module):
     def __init__(self, c: BornLMConfig) -> None:
         super().__init__()
         self.norm1 = cnn.TokenNorm()
-        self.attn = cnn.MultiheadBornAttention(c.embed_dim, c.num_heads, qk_dim=c.qk_dim, rope=c.rope,
-                                               rope_base=c.rope_base, eps=c.attn_eps, init_std=c.init_std,
-                                               decay=c.attn_decay, mode=c.attn_mode, chunk=c.attn_chunk)
+        if c.mixer == "gla":
+            self.attn = cnn.MultiheadGatedLinearAttention(c.embed_dim, c.num_heads, qk_dim=c.qk_dim, rope=c.rope,
+                                                          rope_base=c.rope_base, init_std=c.init_std)
+        else:
+            self.attn = cnn.MultiheadBornAttention(c.embed_dim, c.num_heads, qk_dim=c.qk_dim, rope=c.rope,
+                                                   rope_base=c.rope_base, eps=c.attn_eps, init_std=c.init_std,
+                                                   decay=c.attn_decay, mode=c.attn_mode, chunk=c.attn_chunk)
         self.norm2 = cnn.TokenNorm()
         self.fc1 = cnn.Linear(c.embed_dim, c.ffn_mult * c.embed_dim, init_std=c.init_std)
         self.act = cnn.CGELU()
@@ -115,7 +124,8 @@ class BornLM(LanguageModel):
         """See the class docstring; raises ``ValueError``/``TypeError`` on malformed ids or targets."""
         self.check_ids(ids)
         t = ids.shape[1]
-        if self.config.attn_mode == "linear":  # the chunked form needs whole chunks; right padding is causal-safe
+        if self.config.mixer == "born" and self.config.attn_mode == "linear":
+            # the chunked form needs whole chunks; right padding is causal-safe
             ids = torch.nn.functional.pad(ids, (0, -t % self.config.attn_chunk))
         h = self.embed(ids)
         if self.pos is not None:

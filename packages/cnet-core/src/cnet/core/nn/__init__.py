@@ -6,7 +6,7 @@ parts (:func:`complex_normal_`) unless a layer says otherwise. CNet's layer name
 """
 
 from cnet.core.nn.activation import CGELU, CGelu
-from cnet.core.nn.attention import BornAttention, MultiheadBornAttention
+from cnet.core.nn.attention import BornAttention, MultiheadBornAttention, MultiheadGatedLinearAttention
 from cnet.core.nn.dropout import ComplexDropout
 from cnet.core.nn.fourier import CausalFourierMix, FourierMix, RealCausalFourierMix, TriangFourier
 from cnet.core.nn.init import complex_normal_
@@ -18,7 +18,7 @@ from cnet.core.nn.rotary import RotaryEmbed, RotaryEmbedding
 
 __all__ = [
     "CGELU", "CGelu",
-    "BornAttention", "MultiheadBornAttention",
+    "BornAttention", "MultiheadBornAttention", "MultiheadGatedLinearAttention",
     "ComplexDropout",
     "FourierMix", "CausalFourierMix", "TriangFourier", "RealCausalFourierMix",
     "complex_normal_",
