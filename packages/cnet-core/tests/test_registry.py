@@ -118,6 +118,24 @@ def test_backend_choice_is_logged_once(bare, caplog):
                         "cnet: op hadamard uses backend reference on cpu"]
 
 
+def test_a_forced_backend_that_cannot_run_falls_back_with_one_warning(bare, caplog):
+    calls = []
+    bare.ops.add_backend("hadamard", "gpu_only", _recording("gpu_only", calls), device="cuda")
+    bare.ops.add_backend("hadamard", "fast", _recording("fast", calls), device="cpu", supports=_only_complex64)
+    caplog.set_level(logging.WARNING, logger="cnet.core.registry")
+    x, y = _xy()
+    with use_backend("gpu_only"):  # CPU tensors to a CUDA-only backend: the normal choice runs, never a crash
+        for _ in range(2):
+            cnet.core.ops.hadamard(x, y)
+    with use_backend("fast"):  # forced, but its supports() refuses complex128
+        cnet.core.ops.hadamard(*_xy(torch.complex128))
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert calls == ["fast", "fast"]
+    assert warnings == ["cnet: op hadamard passed over backend gpu_only on cpu: backend 'gpu_only' does not exist "
+                        "for cpu",
+                        "cnet: op hadamard passed over backend fast on cpu: only complex64"]
+
+
 # ---------------------------------------------------------------- names
 
 def test_unknown_names_list_the_known_ones(bare):

@@ -158,15 +158,15 @@ class OpRegistry:
         candidates = [b for b in op.backends if b.device == device]
         if forced is not None:
             named = [b for b in candidates if b.name == forced]
+            if not named:
+                self._log_once(name, forced, device, f"backend {forced!r} does not exist for {device}", warn=True)
             candidates = named + [b for b in candidates if b.name != forced]
         for b in candidates:
             ok, reason = b.supports(*args, **kwargs)
             if ok:
                 self._log_once(name, b.name, device, "")
                 return b.name, b.fn
-            self._log_once(name, b.name, device, reason)
-        if forced is not None and forced not in {b.name for b in candidates}:
-            self._log_once(name, forced, device, f"backend {forced!r} does not exist for {device}")
+            self._log_once(name, b.name, device, reason, warn=b.name == forced)
         self._log_once(name, "reference", device, "")
         return "reference", op.reference
 
@@ -175,7 +175,9 @@ class OpRegistry:
         _, fn = self.select(name, args, kwargs)
         return fn(*args, **kwargs)
 
-    def _log_once(self, op: str, backend: str, device: str, reason: str) -> None:
+    def _log_once(self, op: str, backend: str, device: str, reason: str, warn: bool = False) -> None:
+        """Log a choice once per (op, backend, device, reason); ``warn`` (a backend the user forced was passed
+        over) logs at WARNING so that it shows without logging configured, else at INFO."""
         if torch.compiler.is_compiling():
             return
         key = (op, backend, device + reason)
@@ -183,7 +185,8 @@ class OpRegistry:
             return
         self._logged.add(key)
         if reason:
-            log.info("cnet: op %s passed over backend %s on %s: %s", op, backend, device, reason)
+            (log.warning if warn else log.info)("cnet: op %s passed over backend %s on %s: %s", op, backend, device,
+                                                reason)
         else:
             log.info("cnet: op %s uses backend %s on %s", op, backend, device)
 
