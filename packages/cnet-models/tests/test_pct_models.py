@@ -90,6 +90,7 @@ def test_gates_at_their_initial_operating_points():
 
 def test_score_spread_unnormalised_is_flat_normalised_is_order_one(listops_embedded):
     x = listops_embedded
+    assert PCTConfig().norm_gain == "inv_sqrt_dim"  # the scale of the paper's measurements (model.py docstring)
     torch.manual_seed(0)
     flat = spread(PCT(PCTConfig(cell="complex_softmax", context=256)), x)
     assert 1e-5 < flat < 1e-3                      # paper: 6.5e-5
@@ -98,6 +99,24 @@ def test_score_spread_unnormalised_is_flat_normalised_is_order_one(listops_embed
     screen = spread(PCT(PCTConfig(cell="complex_screen", context=256)), x)     # plain cosine, no sqrt(D)
     assert 0.05 < screen < 0.5 and screen > 1000 * flat
     assert spread(PCT(PCTConfig(cell="real_softmax", context=256)), x) < 1e-3
+    # the isolation cell: the same unnormalised score at the PCT scale sqrt(D) instead of 1 / sqrt(2 D), so its
+    # first layer's spread is sqrt(32) sqrt(64) times the softmax cell's at the same weights, still about 1e-3
+    first = {}
+    for cell in ("complex_softmax", "complex_sigmoid_nol2"):
+        torch.manual_seed(0)
+        first[cell] = spread(PCT(PCTConfig(cell=cell, context=256)), x, per_layer=True)[0]
+    assert first["complex_sigmoid_nol2"] / first["complex_softmax"] == pytest.approx(math.sqrt(32 * 64), rel=1e-4)
+    assert first["complex_sigmoid_nol2"] < 1e-2
+
+
+def test_row_spread_by_hand():
+    from cnet.models.pct.diagnostics import _row_std
+
+    s = torch.tensor([[[[1.0, 2.0, 3.0], [4.0, 4.0, 4.0], [0.0, 2.0, 4.0]]]])
+    pop = [math.sqrt(2 / 3), 0.0, math.sqrt(8 / 3)]
+    assert _row_std(s, causal=False).item() == pytest.approx(sum(pop) / 3)
+    # causal: row 0 sees one key (skipped), row 1 sees (4, 4), row 2 sees (0, 2, 4)
+    assert _row_std(s, causal=True).item() == pytest.approx((0.0 + math.sqrt(8 / 3)) / 2)
 
 
 def test_score_spread_of_the_first_layer_scales_with_the_norm_gain(listops_embedded):

@@ -1,15 +1,43 @@
-"""Base class of the language models: configuration handling, parameter counts and sampling."""
+"""Base class of the language models (configuration handling, parameter counts, sampling) and :class:`TaskHead`,
+what a sequence classifier or per-position predictor declares to the training app."""
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from cnet.models.output import LMOutput
 
-__all__ = ["LanguageModel", "count_parameters"]
+__all__ = ["LanguageModel", "TaskHead", "count_parameters"]
+
+TASK_KINDS = ("classify", "tokens")
+
+
+@dataclass(frozen=True)
+class TaskHead:
+    """The prediction a model makes, as the training app checks it against a dataset's task.
+
+    A model trains on classification and per-position tasks (``cnet train pct --dataset listops``) when it has a
+    ``task_head() -> TaskHead`` method (and a classmethod ``task_config(kind, num_classes, length, input_kind,
+    vocab_size) -> dict`` giving the config fields that fit a task).
+
+    Attributes:
+        kind: ``"classify"`` (one label per sequence, logits ``r[B, C]``) or ``"tokens"`` (a label per position,
+            logits ``r[B, T, C]``, positions labelled -100 unscored).
+        num_classes: ``C``.
+        length: the longest input sequence the model accepts.
+        input_kind: ``"tokens"`` (integer ids ``i[B, T]``) or ``"complex"`` (values ``c[B, T]``).
+        vocab_size: number of input ids (``None`` when the input is not ids, or any grey level 0..255 for pixels).
+    """
+
+    kind: str
+    num_classes: int
+    length: int
+    input_kind: str = "tokens"
+    vocab_size: int | None = None
 
 
 def count_parameters(module: nn.Module) -> dict[str, int]:

@@ -13,17 +13,17 @@ __all__ = ["configure_train", "run_train", "configure_generate", "run_generate",
            "configure_compare", "run_compare", "parse_sets"]
 
 
-def parse_sets(pairs: list[str]) -> dict:
+def parse_sets(pairs: list[str], flag: str = "--set") -> dict:
     """Parse ``key=value`` strings; values are read as JSON when they parse (``3``, ``1e-3``, ``true``), else text.
 
     Raises:
-        ValueError: an item without ``=``.
+        ValueError: an item without ``=`` (the message names ``flag``).
     """
     out = {}
     for item in pairs or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise ValueError(f"--set expects key=value, got {item!r}")
+            raise ValueError(f"{flag} expects key=value, got {item!r}")
         try:
             out[key.strip()] = json.loads(value)
         except json.JSONDecodeError:
@@ -38,6 +38,9 @@ def configure_train(p) -> None:
     p.add_argument("--output", required=True, help="folder for the best checkpoint, metrics.jsonl and summary.json")
     p.add_argument("--steps", type=int, help="optimiser steps (default 2000)")
     p.add_argument("--data-path", help="explicit data file (first source; then $CNET_DATA_DIR, then the Hub)")
+    p.add_argument("--data-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a loader option of a task dataset, e.g. delay=1000 (copy_memory) or max_depth=6 (listops); "
+                        "repeatable")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a model config field (e.g. embed_dim=64) or a training field (e.g. lr=2e-3); repeatable")
     p.add_argument("--overwrite", action="store_true", help="replace a checkpoint already in --output")
@@ -74,7 +77,8 @@ def run_train(args) -> int:
             raise ValueError(f"--steps {args.steps} and --set steps={train_over['steps']} disagree; give one")
         train_over["steps"] = args.steps
     summary = train(args.model, args.dataset, args.output, model_overrides=model_over,
-                    train_config=TrainConfig(**train_over), data_path=args.data_path, progress=not args.quiet,
+                    train_config=TrainConfig(**train_over), data_path=args.data_path,
+                    data_options=parse_sets(args.data_option, "--data-option"), progress=not args.quiet,
                     overwrite=args.overwrite, resume=args.resume)
     if PartialState().is_main_process:
         print(json.dumps(summary, indent=2))
@@ -127,17 +131,34 @@ def configure_eval(p) -> None:
     """Arguments of ``cnet eval``."""
     p.add_argument("--model", required=True, help="checkpoint folder written by `cnet train`")
     p.add_argument("--dataset", required=True, help="registered dataset name")
-    p.add_argument("--split", default="validation")
+    p.add_argument("--split", default=None, help="default: validation (a task's held-out split for tasks)")
     p.add_argument("--data-path", help="explicit data file")
+    p.add_argument("--data-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a loader option of a task dataset (default: the options the model was trained with)")
+    p.add_argument("--num-examples", type=int, default=2048,
+                   help="rows scored from a generated task dataset (PCT paper: 2,048); file splits are scored whole")
     p.add_argument("--batch-size", type=int, default=64)
 
 
 def run_eval(args) -> int:
-    """Run ``cnet eval``: nats and bits per character (or per byte) over the whole split, each scored once."""
+    """Run ``cnet eval``: nats and bits per character (or per byte) over the whole split, each scored once; for a
+    task dataset, nats per sequence (or per answer position) and accuracy."""
     from cnet.data import ByteVocab, load
     from cnet.models.corpus import encode_split, split_text
+    from cnet.models.task_eval import evaluate_task
+    from cnet.models.tasks import task_spec
     from cnet.models.train import score_stream
 
+    if args.batch_size < 1:
+        raise ValueError(f"--batch-size must be >= 1, got {args.batch_size}")
+    spec = task_spec(args.dataset)
+    if spec is not None:
+        res = evaluate_task(args.model, spec, split=args.split, data_path=args.data_path,
+                            options=parse_sets(args.data_option, "--data-option"), num_examples=args.num_examples,
+                            batch=args.batch_size)
+        print(json.dumps(res, indent=2))
+        return 0
+    args.split = args.split or "validation"
     model, vocab = _load_with_vocab(args.model)
     options = {"path": args.data_path} if args.data_path else {}
     stream = encode_split(vocab, split_text(load(args.dataset, args.split, **options), args.dataset, args.split))

@@ -20,9 +20,18 @@ paper's counts come out exactly: 9,475,612 real scalars for ``complex_sigmoid`` 
 Choices where the paper is silent (each a config field): mean pooling over all positions (``pooling``); the
 complex embedding's real and imaginary parts ~ N(0, 1/2) (unit power per feature, like the real embedding's
 N(0, 1)); the unnormalised ``complex_sigmoid_nol2`` keeps the PCT scale ``sqrt(D)`` (only the normalisation is
-toggled); the squared and cubed gates are rectified powers; norms put out ``x / ||x|| / sqrt(E)`` times the gain
-(``norm_gain``; see ComplexRMSNorm). Source: PCT paper sections 2-3 and D.1-D.4; papers/NOTES.md
-"Phase-coherent transformers".
+toggled); the squared and cubed gates are rectified powers.
+
+The norm's output scale (``norm_gain``) departs from papers/NOTES.md on purpose. NOTES reads the public code as
+``x / ||x|| * gamma * sqrt(E)`` (unit RMS per feature, ``norm_gain="sqrt_dim"``). The default,
+``"inv_sqrt_dim"``, puts out ``x / ||x|| * gamma / sqrt(E)``. That is the ``ComplexRMSNorm`` of the complex-transformer
+code whose attention the paper's ``complex_softmax`` ports (scale ``dim ** -0.5``), and it is the only one of the
+two that reproduces the paper's own measurements. On embedded ListOps inputs at initialisation the unnormalised
+``complex_softmax`` score has a within-row spread of about 2.5e-5 here with ``inv_sqrt_dim`` (paper: 6.5e-5;
+"constant within each row to within 1e-4") and 0.43 with ``sqrt_dim``. Section 2.7 says rescaling that score by a
+temperature of 0.25 to 4 leaves the training loss equal to five decimals, and only a row-flat score does that.
+The scaled-cosine cells (PCT and its family) do not depend on the choice: their scores are 0.58 with either
+gain (paper: 0.61). Source: PCT paper sections 2-3 and D.1-D.4; papers/NOTES.md "Phase-coherent transformers".
 """
 
 from __future__ import annotations
@@ -36,7 +45,7 @@ from torch import nn
 
 from cnet.core import nn as cnn
 from cnet.core.nn.phase import NORM_GAINS, ComplexRMSNorm, ModReLU, complex_glorot_
-from cnet.models.base import LanguageModel
+from cnet.models.base import LanguageModel, TaskHead
 from cnet.models.config import require_positive
 from cnet.models.output import LMOutput
 from cnet.models.pct.cells import CELLS, COMPLEX_CELLS, ComplexAttention, RealAttention
@@ -71,7 +80,7 @@ class PCTConfig:
     rope_base: float = 10000.0
     gate_bias: float | None = None  # initial b of the gated cells; None -> -ln(context) (0 revives the flat gates)
     screen_init: float = -3.0       # initial per-head s_r of the screening cells
-    norm_gain: str = "inv_sqrt_dim"  # RMS-norm output scale: x/||x|| * dim^-1/2 ("inv_sqrt_dim") or dim^+1/2
+    norm_gain: str = "inv_sqrt_dim"  # norm output x/||x|| * gamma * dim^-1/2, or dim^+1/2 ("sqrt_dim", NOTES.md)
 
     def __post_init__(self) -> None:
         if self.cell not in CELLS:
@@ -218,6 +227,24 @@ class PCT(LanguageModel):
         if valid.numel() and (int(valid.min()) < 0 or int(valid.max()) >= c.num_classes):
             raise ValueError(f"PCT: 'targets' holds labels outside [0, {c.num_classes}) (-100 marks unscored "
                              "positions)")
+
+    # ------------------------------------------------------------------------------------------------------- tasks
+    @classmethod
+    def task_config(cls, kind: str, num_classes: int, length: int, input_kind: str,
+                    vocab_size: int | None) -> dict:
+        """The config fields a task decides (used by :func:`cnet.models.tasks.build_task_model`): ``task``,
+        ``num_classes``, ``context`` = the sequence length ``N`` (so the gate bias starts at ``-ln N``, PCT paper
+        D.2), ``input_kind`` and, for ids, ``vocab_size``."""
+        fields = {"task": kind, "num_classes": num_classes, "context": length, "input_kind": input_kind}
+        if vocab_size is not None:
+            fields["vocab_size"] = vocab_size
+        return fields
+
+    def task_head(self) -> TaskHead:
+        """What this model predicts (see :class:`~cnet.models.base.TaskHead`)."""
+        c = self.config
+        return TaskHead(c.task, c.num_classes, c.context, c.input_kind,
+                        c.vocab_size if c.input_kind == "tokens" else None)
 
     # ----------------------------------------------------------------------------------------------------- forward
     def features(self, x: torch.Tensor) -> torch.Tensor:

@@ -28,6 +28,7 @@ clip 1.0.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -36,7 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from cnet.core.nn.phase import PhaseCoherentRecurrence
-from cnet.models.base import count_parameters
+from cnet.models.base import TaskHead, count_parameters
 from cnet.models.config import require_positive
 from cnet.models.output import LMOutput
 from cnet.models.pct.cells import ComplexAttention
@@ -186,6 +187,28 @@ class PCRPathX(nn.Module):
                 raise ValueError(f"PCRPathX: 'targets' holds labels outside [0, {self.config.num_classes})")
             loss = F.cross_entropy(logits, targets.long())
         return LMOutput(loss=loss, logits=logits)
+
+    @classmethod
+    def task_config(cls, kind: str, num_classes: int, length: int, input_kind: str,
+                    vocab_size: int | None) -> dict:
+        """The config fields a task decides: ``num_classes`` and ``image_size`` = ``sqrt(length)``.
+
+        Raises:
+            ValueError: not a classification task over pixel ids (0..255) of a square image.
+        """
+        side = math.isqrt(length)
+        if kind != "classify" or input_kind != "tokens" or (vocab_size or 0) > 256 or side * side != length:
+            raise ValueError(f"pcr-pathx classifies square images of grey levels 0..255; the task is kind={kind!r}, "
+                             f"input_kind={input_kind!r}, {vocab_size} ids, length {length}")
+        return {"num_classes": num_classes, "image_size": side}
+
+    def task_head(self) -> TaskHead:
+        """What this model predicts: one of ``num_classes`` per image of ``image_size^2`` grey levels."""
+        return TaskHead("classify", self.config.num_classes, self.config.length, "tokens", 256)
+
+    def config_dict(self) -> dict:
+        """The configuration as a JSON-able dict."""
+        return dataclasses.asdict(self.config)
 
     def num_parameters(self) -> dict[str, int]:
         """See :func:`cnet.models.count_parameters` (real scalars, complex entries, complex share)."""
