@@ -1,7 +1,17 @@
 """born_attention_linear backends (reference: :func:`cnet.core.ops.reference.born_attention_linear`)."""
 
-__all__ = ["register"]
+from cnet.kernels.born_attention_linear.op import (
+    MAX_D,
+    MAX_DV,
+    PRECISIONS,
+    born_attention_linear_triton,
+    supports_triton,
+)
+
+__all__ = ["born_attention_linear_triton", "supports_triton", "PRECISIONS", "MAX_D", "MAX_DV", "register"]
 
 
 def register(ops) -> None:
-    """No backend yet: the reference runs everywhere."""
+    """``triton`` on CUDA (priority 20)."""
+    ops.add_backend("born_attention_linear", "triton", born_attention_linear_triton, device="cuda", priority=20,
+                    supports=supports_triton)
