@@ -63,6 +63,7 @@ def test_strip_keeps_only_the_lines_between_the_markers():
     (b"***START OF THE PROJECT GUTENBERG EBOOK X***", b"***END OF THE PROJECT GUTENBERG EBOOK X***"),
     (b"*** START OF THIS PROJECT GUTENBERG EBOOK X ***", b"*** END OF THIS PROJECT GUTENBERG EBOOK X ***"),
     (b"  *** start of the project gutenberg ebook x ***", b"*** End of the Project Gutenberg EBook X ***"),
+    (b"***  START  OF THE PROJECT GUTENBERG EBOOK X ***", b"***\tEND \t OF THE PROJECT GUTENBERG EBOOK X ***"),
 ])
 def test_strip_accepts_the_marker_variants(start, end):
     assert strip_gutenberg(b"head\r\n" + start + b"\r\nbody\r\n" + end + b"\r\nfoot\r\n") == b"body\r\n"
@@ -83,6 +84,11 @@ def test_title_comes_from_the_header_only():
     assert gutenberg_title(b"Title: Pride and Prejudice\r\nAuthor: A\n*** START OF X\nTitle: no\n") == \
         "Pride and Prejudice"
     assert gutenberg_title(b"*** START OF X\nTitle: inside the book\n") is None
+    # a byte-order mark in front of a Title: on the first line (the ^ anchor used to miss it)
+    assert gutenberg_title(BOM + b"Title: Dracula\r\n*** START OF X\nbody\n") == "Dracula"
+    assert gutenberg_title(bytearray(BOM + b"Title:  Emma \n")) == "Emma"
+    with pytest.raises(TypeError, match="'data' must be bytes"):
+        gutenberg_title("Title: x")
 
 
 # --- the real pg19-mini books ---------------------------------------------------------------------------------------

@@ -53,10 +53,10 @@ def test_errors(corpus, tmp_path_factory):
     root, _ = corpus
     with pytest.raises(FileNotFoundError, match="does not exist"):
         text_bytes(root / "nope")
-    with pytest.raises(FileNotFoundError,
-                       match=r"no folder .*test for split='test'; sub-folders of .*: \['train', 'validation'\]"):
+    with pytest.raises(FileNotFoundError, match=r"no folder .*test for split='test'; a split is a sub-folder of "
+                       r"path \(training needs train/ and validation/\); sub-folders of .*: \['train', 'validation'\]"):
         text_bytes(root, "test")
-    with pytest.raises(ValueError, match="is a file"):
+    with pytest.raises(ValueError, match="is a file; training .* needs a folder holding train/ and validation/"):
         text_bytes(root / "README", "train")
     empty = tmp_path_factory.mktemp("empty")
     with pytest.raises(ValueError, match="empty corpus: .* holds no files"):

@@ -1,22 +1,79 @@
 """`cnet compare`: two models under one protocol, steps-to-target ratios, JSON record and PNG plot."""
 
+import argparse
 import json
+import math
 
 import pytest
 
 from cnet.core.cli import main
-from cnet.models.compare import default_targets, steps_to_target
+from cnet.models.compare import (
+    compare,
+    configure_compare,
+    crossing_step,
+    fraction_targets,
+    run_compare,
+    steps_to_target,
+    target_rows,
+)
+from cnet.models.train import TrainConfig
+
+TINY = ["--set", "embed_dim=8", "--set", "num_layers=1", "--set", "context=16", "--set", "eval_every=2",
+        "--set", "eval_windows=4", "--set", "batch_size=2", "--set", "warmup_steps=1", "--quiet"]
 
 
-def test_steps_to_target_and_default_targets():
+def _new_cli(argv: list[str]) -> int:
+    """Run the compare command of cnet.models.compare (its parser and runner) as `cnet compare` would."""
+    parser = argparse.ArgumentParser(prog="cnet compare")
+    configure_compare(parser)
+    return run_compare(parser.parse_args(argv))
+
+
+@pytest.fixture
+def byte_corpus(shakespeare_path, tmp_path):
+    """A text_bytes folder with train/ and validation/ (bytes of tiny-shakespeare)."""
+    text = shakespeare_path.read_bytes()
+    for split, part in (("train", text[:30_000]), ("validation", text[30_000:36_000])):
+        (tmp_path / "bytes" / split).mkdir(parents=True)
+        (tmp_path / "bytes" / split / "part.txt").write_bytes(part)
+    return tmp_path / "bytes"
+
+
+def test_steps_crossings_and_ratios():
     curve = [(10, 3.0), (20, 2.5), (30, 2.6), (40, 2.0)]
-    assert steps_to_target(curve, 2.5) == 20
-    assert steps_to_target(curve, 2.55) == 20
-    assert steps_to_target(curve, 1.0) is None
+    assert steps_to_target(curve, 2.5) == 20 and steps_to_target(curve, 2.55) == 20
+    assert steps_to_target(curve, 1.0) is None and crossing_step(curve, 1.0) is None
+    assert crossing_step(curve, 2.75) == pytest.approx(15.0)   # half-way between (10, 3.0) and (20, 2.5)
+    assert crossing_step(curve, 2.2) == pytest.approx(110 / 3)  # from the last point above, (30, 2.6)
+    assert crossing_step(curve, 3.5) == 10.0                    # already below at the first evaluation
     other = [(10, 2.8), (20, 2.4), (30, 2.2)]
-    # between the best first loss (2.8) and the loss both reached (max of bests: 2.2)
-    assert default_targets(curve, other) == pytest.approx([2.6, 2.4, 2.2])
-    assert steps_to_target(other, default_targets(curve, other)[-1]) == 30
+    rows = target_rows(curve, other, [2.85, 2.6, 1.0])
+    assert rows[0]["crossing_a"] == pytest.approx(13.0) and rows[0]["crossing_b"] == 10.0
+    assert rows[0]["ratio"] == pytest.approx(1.3) and rows[0]["steps_a"] == 20 and rows[0]["steps_b"] == 10
+    assert rows[1]["crossing_b"] == pytest.approx(15.0) and rows[1]["target_bits"] == pytest.approx(2.6 / math.log(2))
+    assert rows[2]["ratio"] is None and rows[2]["steps_a"] is None
+
+
+def test_fraction_targets_follow_the_baseline_curve():
+    curve = [(10, 4.0), (20, 3.0), (30, 3.2), (40, 2.5), (50, 2.6), (60, 2.4), (70, 2.3), (80, 2.2)]
+    # fractions of the last step 80: first evaluation at >= 20, >= 40, >= 80; the best loss up to there
+    assert fraction_targets(curve, (0.25, 0.5, 1.0)) == [3.0, 2.5, 2.2]
+    assert fraction_targets(curve, [0.45]) == [2.5]            # 36 -> the evaluation at 40
+    for t, f in zip(fraction_targets(curve, (0.25, 0.5, 1.0)), (0.25, 0.5, 1.0), strict=True):
+        assert steps_to_target(curve, t) <= f * 80                # the baseline gets there by that fraction
+    for bad in ([], [0.0], [1.5], [float("nan")], [True]):
+        with pytest.raises(ValueError, match=r"target_fractions' must be numbers in \(0, 1\]"):
+            fraction_targets(curve, bad)
+    with pytest.raises(ValueError, match="empty validation curve"):
+        fraction_targets([], (0.5,))
+
+
+@pytest.mark.parametrize("targets", [[float("nan")], [float("inf")], [2.0, -1.0], [], ["2"]])
+def test_bad_targets_are_refused_before_training(excerpt, tmp_path, targets):
+    with pytest.raises(ValueError, match="'targets' must be finite validation losses >= 0"):
+        compare("complex-fnet", "real-fnet", "tiny_shakespeare", tmp_path / "x", train_config=TrainConfig(steps=2),
+                data_path=str(excerpt), targets=targets, progress=False)
+    assert not (tmp_path / "x").exists()
 
 
 def test_compare_cli_writes_record_plot_and_table(excerpt, tmp_path, capsys):
@@ -29,17 +86,15 @@ def test_compare_cli_writes_record_plot_and_table(excerpt, tmp_path, capsys):
     text = capsys.readouterr().out
     assert "not reached" in text and "ratio A/B" in text and "warning" not in text
     rec = json.loads((out / "compare.json").read_text())
-    assert rec["protocol"]["steps"] == 20 and rec["protocol"]["batch_size"] == 4
+    assert rec["protocol"]["steps"] == 20 and rec["protocol"]["batch_size"] == 4 and rec["target_rule"] == "given"
     assert [s for s, _ in rec["curves"]["a"]] == [5, 10, 15, 20] == [s for s, _ in rec["curves"]["b"]]
-    for row in rec["targets"]:
-        sa = steps_to_target([tuple(x) for x in rec["curves"]["a"]], row["target"])
-        sb = steps_to_target([tuple(x) for x in rec["curves"]["b"]], row["target"])
-        assert (row["steps_a"], row["steps_b"]) == (sa, sb)
-        assert row["ratio"] == (sa / sb if sa and sb else None)
+    curves = [[tuple(x) for x in rec["curves"][k]] for k in ("a", "b")]
+    assert rec["targets"] == target_rows(*curves, [4.0, 3.5, 0.01])
     assert rec["targets"][-1]["steps_a"] is None   # 0.01 nats is out of reach
     # both trained with the same data and schedule; the twins are parameter-matched
     pa, pb = rec["parameters"]["a"]["real_scalars"], rec["parameters"]["b"]["real_scalars"]
     assert abs(pa - pb) / pa < 0.01
+    assert rec["train_ms_per_step"]["a"] > 0 and rec["wall_s"]["b"] > 0
     assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "a" / "model.safetensors").is_file() and (out / "b" / "model.safetensors").is_file()
 
@@ -49,17 +104,20 @@ def test_compare_argument_errors(excerpt, tmp_path, capsys):
             "--output", str(tmp_path / "x"), "--steps", "2"]
     assert main([*base, "--targets", "two"]) == 2
     assert "--targets" in capsys.readouterr().err
+    assert main([*base, "--targets", "3,nan"]) == 2
+    assert "finite validation losses" in capsys.readouterr().err
     assert main([*base, "--set-a", "lr=1"]) == 2
     assert "model fields only" in capsys.readouterr().err
     assert main([*base, "--set", "ffn_dim=8"]) == 2   # a real-fnet field that complex-fnet lacks
     assert "not a field of 'complex-fnet'" in capsys.readouterr().err
+    assert main([*base, "--set", "context=100000"]) == 2   # the corpus is shorter than one window
+    assert "fewer than one window of complex-fnet's context 100000" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
 
 
 def test_compare_checks_both_models_before_training_and_warns_on_unmatched_sizes(excerpt, tmp_path, capsys):
     base = ["compare", "complex-fnet", "real-fnet", "--dataset", "tiny_shakespeare", "--data-path", str(excerpt),
-            "--steps", "4", "--set", "embed_dim=8", "--set", "num_layers=1", "--set", "context=16",
-            "--set", "eval_every=2", "--set", "eval_windows=4", "--set", "batch_size=2", "--set", "warmup_steps=1",
-            "--quiet"]
+            "--steps", "4", *TINY]
     assert main([*base, "--output", str(tmp_path / "bad"), "--set-b", "ffn_dim=-3"]) == 2
     assert "ffn_dim" in capsys.readouterr().err
     assert not (tmp_path / "bad").exists()          # nothing was trained for A
@@ -67,3 +125,59 @@ def test_compare_checks_both_models_before_training_and_warns_on_unmatched_sizes
     assert "warning: the two models' parameter counts differ" in capsys.readouterr().out
     rec = json.loads((tmp_path / "wide" / "compare.json").read_text())
     assert rec["parameter_gap"] > 0.01
+
+
+def test_default_targets_come_from_fractions_of_the_baseline_run(excerpt, tmp_path, capsys):
+    out = tmp_path / "frac"
+    assert _new_cli(["complex-fnet", "real-fnet", "--dataset", "tiny_shakespeare", "--data-path", str(excerpt),
+                     "--output", str(out), "--steps", "8", "--target-fractions", "0.5,1", *TINY]) == 0
+    rec = json.loads((out / "compare.json").read_text())
+    curve_b = [tuple(x) for x in rec["curves"]["b"]]
+    assert [r["target"] for r in rec["targets"]] == fraction_targets(curve_b, (0.5, 1.0))
+    assert rec["targets"][1]["target"] == min(v for _, v in curve_b)
+    assert all(r["steps_b"] is not None for r in rec["targets"])  # the baseline reaches its own targets
+    assert "fractions (0.5, 1.0)" in rec["target_rule"] and "ratio A/B" in capsys.readouterr().out
+    with pytest.raises(ValueError, match=r"must be numbers in \(0, 1\]"):
+        _new_cli(["complex-fnet", "real-fnet", "--dataset", "tiny_shakespeare", "--data-path", str(excerpt),
+                  "--output", str(tmp_path / "y"), "--steps", "2", "--target-fractions", "0,1", *TINY])
+    with pytest.raises(ValueError, match="--target-fractions expects comma-separated numbers"):
+        _new_cli(["complex-fnet", "real-fnet", "--dataset", "tiny_shakespeare", "--data-path", str(excerpt),
+                  "--output", str(tmp_path / "y"), "--steps", "2", "--target-fractions", "half", *TINY])
+    assert not (tmp_path / "y").exists()
+
+
+def test_help_documents_the_target_rules(capsys):
+    parser = argparse.ArgumentParser(prog="cnet compare")
+    configure_compare(parser)
+    text = " ".join(parser.format_help().split())
+    assert "--target-fractions" in text and "B's best validation loss by these fractions of its run" in text
+    assert "default 0.25,0.5,1.0" in text and "--match" in text and "within 0.02%" in text
+
+
+def test_match_widens_the_real_twin_of_a_shortcut_pair(byte_corpus, tmp_path, capsys):
+    shared = ["--dataset", "text_bytes", "--data-path", str(byte_corpus), "--steps", "4", "--match",
+              "--set", "d_model=32", "--set", "d_inner=64", "--set", "num_layers=2", "--set", "d_state=8",
+              "--set", "context=16", "--set", "eval_every=2", "--set", "eval_windows=4", "--set", "batch_size=2",
+              "--set", "warmup_steps=1", "--quiet"]
+    out = tmp_path / "ssm"
+    assert _new_cli(["h-mamba", "mamba", "--output", str(out), "--set-a", "num_heads=4", *shared]) == 0
+    rec = json.loads((out / "compare.json").read_text())
+    assert rec["overrides_b"]["ffn_dim"] == 157 and rec["parameter_gap"] <= 2e-4   # test_shortcut_match's width
+    assert rec["unit"] == "nats/byte" and rec["parameters"]["a"]["complex_parameters"] == 2 * 4 * 8
+    printed = capsys.readouterr().out
+    assert "h-mamba: " in printed and "complex" in printed and "ms/step" in printed
+    no = ["--output", str(tmp_path / "no"), *shared]
+    with pytest.raises(ValueError, match="do not also give it"):
+        _new_cli(["h-mamba", "mamba", "--set-a", "num_heads=4", "--set-b", "ffn_dim=3", *no])
+    with pytest.raises(ValueError, match="real twin, which must be model B"):
+        _new_cli(["mamba", "h-mamba", "--set-b", "num_heads=4", *no])
+    with pytest.raises(ValueError, match="--match: match: cannot pair"):
+        _new_cli(["complex-fnet", "real-fnet", "--dataset", "text_bytes", "--data-path", str(byte_corpus),
+                  "--output", str(tmp_path / "no"), "--steps", "2", "--match", *TINY])
+    assert not (tmp_path / "no").exists()
+
+
+def test_text_bytes_file_instead_of_folder_says_what_training_needs(byte_corpus, tmp_path, capsys):
+    assert main(["compare", "complex-fnet", "real-fnet", "--dataset", "text_bytes", "--data-path",
+                 str(byte_corpus / "train" / "part.txt"), "--output", str(tmp_path / "x"), "--steps", "2"]) == 2
+    assert "needs a folder holding train/ and validation/" in capsys.readouterr().err

@@ -143,7 +143,7 @@ def test_temperature_cancels_without_eps_and_acts_with_it():
 
 
 def test_selective_scan_equals_the_mamba_recurrence():
-    d, n, r, t = 5, 3, 2, 8
+    d, n, r, t = 5, 3, 2, 70  # 70 steps: three chunks of the real scan (32), the last one padded
     m = SelectiveScan(d, n, r).double()
     u = torch.randn(2, t, d, dtype=torch.float64, generator=torch.Generator().manual_seed(7))
     dbc = u @ m.x_proj.weight.T
@@ -279,6 +279,27 @@ def test_hmamba_chunk_and_htransformer_mode_are_evaluation_details(models):
             outs.append(other(x).logits)
         for o in outs:
             torch.testing.assert_close(o, ref(x).logits, atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize("name,overrides,expected", [
+    ("h-mamba", {}, "complex_scan"),
+    ("h-transformer", {}, "born_attention_linear"),
+    ("h-transformer", {"attn_mode": "quadratic"}, "born_attention"),
+])
+def test_complex_substrates_run_through_the_op_dispatcher(models, monkeypatch, name, overrides, expected):
+    # the dispatcher is what hands CUDA inputs to the Triton backends of cnet-kernels
+    registry = registries().ops
+    called = []
+    original = type(registry).select
+
+    def spy(self, op, args, kwargs):
+        called.append(op)
+        return original(self, op, args, kwargs)
+
+    monkeypatch.setattr(type(registry), "select", spy)
+    m = cm.create(name, vocab_size=11, context=12, **{**SMALL[name], **overrides})
+    m(_batch()[:, :-1]).logits.sum().backward()
+    assert expected in called
 
 
 # ---------------------------------------------------------------- errors

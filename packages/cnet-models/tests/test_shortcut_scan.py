@@ -76,13 +76,50 @@ def test_chunked_scan_gradients_match_the_unchunked_scan():
         torch.testing.assert_close(g1, g2, atol=1e-10, rtol=1e-10)
 
 
-def test_real_scan_equals_loop_and_passes_gradcheck():
+@pytest.mark.parametrize("t,chunk", [(19, 32), (19, 4), (64, 8), (63, 8), (5, 1), (130, 16)])
+def test_real_scan_equals_a_python_loop(t, chunk):
+    gen = torch.Generator().manual_seed(t * chunk)
+    a = torch.rand(2, t, 3, 4, dtype=torch.float64, generator=gen)
+    a[:, t // 2, 0] = 0  # a gate that underflowed cuts the history, as in the loop
+    b = torch.randn(2, t, 3, 4, dtype=torch.float64, generator=gen)
+    torch.testing.assert_close(real_scan(a, b, chunk=chunk), _loop(a, b), atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("t,chunk", [(7, 32), (8, 3), (9, 3), (10, 1)])
+def test_real_scan_passes_gradcheck_across_chunks(t, chunk):
     gen = torch.Generator().manual_seed(5)
-    a = torch.rand(2, 19, 3, dtype=torch.float64, generator=gen)
-    b = torch.randn(2, 19, 3, dtype=torch.float64, generator=gen)
-    torch.testing.assert_close(real_scan(a, b), _loop(a, b), atol=1e-12, rtol=1e-12)
-    a, b = a[:, :7].clone().requires_grad_(), b[:, :7].clone().requires_grad_()
-    assert torch.autograd.gradcheck(real_scan, (a, b))
+    a = torch.rand(2, t, 3, dtype=torch.float64, generator=gen).requires_grad_()
+    b = torch.randn(2, t, 3, dtype=torch.float64, generator=gen).requires_grad_()
+    assert torch.autograd.gradcheck(lambda a, b: real_scan(a, b, chunk=chunk), (a, b))
+
+
+def test_real_scan_gradients_match_autograd_through_the_loop():
+    gen = torch.Generator().manual_seed(6)
+    a0 = 0.5 + 0.5 * torch.rand(2, 45, 5, dtype=torch.float64, generator=gen)
+    b0, w = (torch.randn(2, 45, 5, dtype=torch.float64, generator=gen) for _ in range(2))
+    grads = []
+    for fn in (lambda a, b: real_scan(a, b, chunk=8), _loop):
+        a, b = a0.clone().requires_grad_(), b0.clone().requires_grad_()
+        grads.append(torch.autograd.grad((fn(a, b) * w).sum(), (a, b)))
+    for g1, g2 in zip(*grads, strict=True):
+        torch.testing.assert_close(g1, g2, atol=1e-11, rtol=1e-11)
+
+
+def test_chunked_scan_hands_the_whole_sequence_to_a_backend(monkeypatch):
+    # with a non-reference backend for the inputs, chunking (a device for the reference's doubling scan) is skipped
+    from cnet.models.shortcut import scan as scan_module
+
+    calls = []
+
+    class Ops:
+        def select(self, name, args, kwargs):
+            return "fake", None
+
+    monkeypatch.setattr(scan_module, "registries", lambda: type("R", (), {"ops": Ops()})())
+    monkeypatch.setattr(scan_module.ops, "complex_scan", lambda a, b, h0=None: calls.append(a.shape) or b)
+    a = torch.ones(1, 200, 2, dtype=torch.complex64)
+    chunked_scan(a, a, chunk=8)
+    assert calls == [a.shape]
 
 
 def test_scan_helpers_reject_bad_input():
@@ -97,6 +134,8 @@ def test_scan_helpers_reject_bad_input():
         real_scan(a.real, a.real.double())
     with pytest.raises(ValueError, match="equal shapes"):
         real_scan(a.real, a.real[:, :3])
+    with pytest.raises(ValueError, match="'chunk' must be an int >= 1"):
+        real_scan(a.real, a.real, chunk=0)
     with pytest.raises(TypeError, match="real floating"):
         cayley_phase(torch.ones(3, dtype=torch.int64))
     assert math.isclose(cayley_phase(torch.zeros(1))[0].real.item(), 1.0)

@@ -35,9 +35,10 @@ PG19_SPLITS = ("train", "validation", "test")
 _FEATURES = datasets.Features({"path": datasets.Value("string"), "title": datasets.Value("string"),
                                "bytes": datasets.Value("binary")})
 _BOM = b"\xef\xbb\xbf"
-# A marker line: optional blanks, three asterisks, optional blanks, START OF / END OF (any case), rest of the line.
-_START = re.compile(rb"^[ \t]*\*\*\*[ \t]*START OF\b[^\n]*(?:\n|\Z)", re.IGNORECASE | re.MULTILINE)
-_END = re.compile(rb"^[ \t]*\*\*\*[ \t]*END OF\b", re.IGNORECASE | re.MULTILINE)
+# A marker line: optional blanks, three asterisks, optional blanks, START OF / END OF (any case, one or more blanks
+# between the words), rest of the line.
+_START = re.compile(rb"^[ \t]*\*\*\*[ \t]*START[ \t]+OF\b[^\n]*(?:\n|\Z)", re.IGNORECASE | re.MULTILINE)
+_END = re.compile(rb"^[ \t]*\*\*\*[ \t]*END[ \t]+OF\b", re.IGNORECASE | re.MULTILINE)
 _TITLE = re.compile(rb"^Title:[ \t]*([^\r\n]*?)[ \t]*\r?$", re.MULTILINE)
 
 
@@ -45,9 +46,10 @@ def strip_gutenberg(data: bytes) -> bytes:
     """The book inside a Project Gutenberg file: the bytes between the START and END marker lines.
 
     The START marker is the first line that begins (after optional spaces or tabs) with three asterisks, optional
-    blanks and ``START OF`` in any case: ``*** START OF THE PROJECT GUTENBERG EBOOK X ***``,
-    ``*** START OF THIS PROJECT GUTENBERG EBOOK X ***`` and ``***START OF THE PROJECT GUTENBERG EBOOK X***`` all
-    match; ``*** START: FULL LICENSE ***`` does not. The END marker is the first later line beginning with
+    blanks and ``START OF`` in any case, with any run of spaces or tabs between the words:
+    ``*** START OF THE PROJECT GUTENBERG EBOOK X ***``, ``*** START OF THIS PROJECT GUTENBERG EBOOK X ***``,
+    ``***START OF THE PROJECT GUTENBERG EBOOK X***`` and ``***  START  OF ...`` all match;
+    ``*** START: FULL LICENSE ***`` does not. The END marker is the first later line beginning with
     ``***``, blanks and ``END OF``. The result runs from the byte after the START line's newline to the first byte
     of the END line, so the blank lines around the book are kept as they are; so is the "End of the Project
     Gutenberg EBook of X" line some files put just before the END marker (it is not a marker line).
@@ -66,9 +68,7 @@ def strip_gutenberg(data: bytes) -> bytes:
     """
     if not isinstance(data, (bytes, bytearray)):
         raise TypeError(f"strip_gutenberg: argument 'data' must be bytes, got {type(data).__name__}")
-    data = bytes(data)
-    if data.startswith(_BOM):
-        data = data[len(_BOM):]
+    data = bytes(data).removeprefix(_BOM)
     start = _START.search(data)
     begin = start.end() if start else 0
     end = _END.search(data, begin)
@@ -78,14 +78,27 @@ def strip_gutenberg(data: bytes) -> bytes:
 def gutenberg_title(data: bytes) -> str | None:
     """The ``Title:`` field of a Project Gutenberg header (first line of it), or ``None`` when absent.
 
+    A leading UTF-8 byte-order mark is skipped, so ``Title:`` on the file's first line right after it is found.
     Only the part before the START marker line is searched, so a ``Title:`` line inside a book is never taken.
     Invalid UTF-8 is replaced by U+FFFD.
+
+    Args:
+        data: the file's bytes.
+
+    Returns:
+        The title text without surrounding blanks, or ``None``.
+
+    Raises:
+        TypeError: ``data`` is not ``bytes``/``bytearray``.
     """
+    if not isinstance(data, (bytes, bytearray)):
+        raise TypeError(f"gutenberg_title: argument 'data' must be bytes, got {type(data).__name__}")
+    data = bytes(data).removeprefix(_BOM)
     start = _START.search(data)
     match = _TITLE.search(data, 0, start.start() if start else len(data))
     if not match or not match.group(1):
         return None
-    return match.group(1).decode("utf-8", errors="replace").lstrip("\ufeff")
+    return match.group(1).decode("utf-8", errors="replace")
 
 
 def _local_rows(root: Path, split: str) -> datasets.Dataset:

@@ -28,22 +28,25 @@ def text_bytes(path: str | os.PathLike, split: str | None = None) -> datasets.Da
 
     Raises:
         FileNotFoundError: ``path`` or ``path/split`` does not exist.
-        ValueError: ``split`` given for a single file; an empty corpus (no files, or only empty files).
+        ValueError: ``split`` given for a single file (the message says that training needs a folder with
+            ``train/`` and ``validation/``); an empty corpus (no files, or only empty files).
     """
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"text_bytes: path={str(root)!r} does not exist; expected a file or a folder of files")
     if root.is_file():
         if split is not None:
-            raise ValueError(f"text_bytes: split={split!r} needs a folder holding {split}/, but path={str(root)!r} "
-                             "is a file")
+            raise ValueError(f"text_bytes: split={split!r} reads the sub-folder {split}/ of a folder, but "
+                             f"path={str(root)!r} is a file; training (cnet train, cnet compare) needs a folder "
+                             "holding train/ and validation/ sub-folders of text files")
         base, files = root, [root]
     else:
         base = root if split is None else root / split
         if not base.is_dir():
             present = sorted(p.name for p in root.iterdir() if p.is_dir())
-            raise FileNotFoundError(f"text_bytes: no folder {base} for split={split!r}; sub-folders of {root}: "
-                                    f"{present or 'none'}")
+            raise FileNotFoundError(f"text_bytes: no folder {base} for split={split!r}; a split is a sub-folder of "
+                                    "path (training needs train/ and validation/); sub-folders of "
+                                    f"{root}: {present or 'none'}")
         files = sorted((p for p in base.rglob("*") if p.is_file()), key=lambda p: p.relative_to(base).parts)
     contents = [f.read_bytes() for f in files]
     if not any(contents):

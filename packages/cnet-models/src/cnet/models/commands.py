@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 __all__ = ["configure_train", "run_train", "configure_generate", "run_generate", "configure_eval", "run_eval",
-           "configure_compare", "run_compare", "parse_sets"]
+           "parse_sets", "split_overrides"]
 
 
 def parse_sets(pairs: list[str], flag: str = "--set") -> dict:
@@ -49,7 +49,9 @@ def configure_train(p) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def _split_overrides(model: str, sets: dict):
+def split_overrides(model: str, sets: dict):
+    """Split ``--set`` values into ``(model fields, training fields)`` for registered ``model``, coercing each to
+    its field's type. Raises ``ValueError`` for a key that is neither (naming both field lists)."""
     from cnet.core.plugins import registries
     from cnet.models.config import coerce_fields
     from cnet.models.train import TrainConfig
@@ -71,7 +73,7 @@ def run_train(args) -> int:
 
     from cnet.models.train import TrainConfig, train
 
-    model_over, train_over = _split_overrides(args.model, parse_sets(args.set))
+    model_over, train_over = split_overrides(args.model, parse_sets(args.set))
     if args.steps is not None:
         if train_over.get("steps", args.steps) != args.steps:
             raise ValueError(f"--steps {args.steps} and --set steps={train_over['steps']} disagree; give one")
@@ -169,51 +171,4 @@ def run_eval(args) -> int:
            f"nats_per_{unit}": res["nats_per_token"], f"bits_per_{unit}": res["nats_per_token"] / math.log(2),
            f"{unit}s_scored": res["tokens"]}
     print(json.dumps(res, indent=2))
-    return 0
-
-
-def configure_compare(p) -> None:
-    """Arguments of ``cnet compare``."""
-    p.add_argument("model_a", help="first registered model, e.g. h-mamba")
-    p.add_argument("model_b", help="second registered model, e.g. its real twin mamba")
-    p.add_argument("--dataset", required=True, help="registered dataset name")
-    p.add_argument("--output", required=True, help="folder for a/, b/, compare.json and compare.png")
-    p.add_argument("--steps", type=int, help="optimiser steps of each run")
-    p.add_argument("--data-path", help="explicit data location")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="a training field, or a model field given to both models; repeatable")
-    p.add_argument("--set-a", action="append", default=[], metavar="KEY=VALUE", help="a model field of A only")
-    p.add_argument("--set-b", action="append", default=[], metavar="KEY=VALUE", help="a model field of B only")
-    p.add_argument("--targets", help="comma-separated validation losses (nats per token); default: three "
-                                     "evenly spaced between the first loss and the loss both reached")
-    p.add_argument("--overwrite", action="store_true", help="replace checkpoints already in the output")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
-
-
-def run_compare(args) -> int:
-    """Run ``cnet compare``: prints the steps-to-target table; the record is in OUTPUT/compare.json."""
-    from cnet.models.compare import compare, format_table
-    from cnet.models.train import TrainConfig
-
-    shared_a, train_over = _split_overrides(args.model_a, parse_sets(args.set))
-    shared_b, _ = _split_overrides(args.model_b, parse_sets(args.set))
-    if shared_a != shared_b:
-        raise ValueError("--set model fields must exist in both models; use --set-a / --set-b for one model")
-    own_a, extra_a = _split_overrides(args.model_a, parse_sets(args.set_a))
-    own_b, extra_b = _split_overrides(args.model_b, parse_sets(args.set_b))
-    if extra_a or extra_b:
-        raise ValueError("--set-a / --set-b take model fields only; training fields go in --set (shared protocol)")
-    if args.steps is not None:
-        train_over["steps"] = args.steps
-    try:
-        targets = [float(x) for x in args.targets.split(",")] if args.targets else None
-    except ValueError:
-        raise ValueError(f"--targets expects comma-separated numbers, got {args.targets!r}") from None
-    record = compare(args.model_a, args.model_b, args.dataset, args.output, train_config=TrainConfig(**train_over),
-                     overrides=shared_a, overrides_a=own_a, overrides_b=own_b, targets=targets,
-                     data_path=args.data_path, progress=not args.quiet, overwrite=args.overwrite)
-    pa, pb = (record["parameters"][k]["real_scalars"] for k in ("a", "b"))
-    print(f"{args.model_a}: {pa:,} real parameters, best {record['best_val_loss']['a']:.4f} {record['unit']}")
-    print(f"{args.model_b}: {pb:,} real parameters, best {record['best_val_loss']['b']:.4f} {record['unit']}")
-    print(format_table(record))
     return 0

@@ -1,42 +1,133 @@
 """Two models under one training protocol, and how many steps each needs to reach a list of validation losses.
 
-This is the measurement of the "quantum shortcut" paper (section 6): a complex model and its parameter-matched
-real twin trained with the same data order, batch, schedule and seed; for each target loss the ratio of the
-steps each needed (a ratio below 1 means model A got there sooner). ``cnet compare`` runs it::
+This is the measurement of the "quantum shortcut" paper (abstract, section 1): a complex model and its
+parameter-matched real twin trained with the same data order, batch, schedule and seed; for each target loss the
+ratio of the steps each needed (a ratio below 1 means model A got there sooner; the paper reports about 1/3 for
+H-Mamba against Mamba and 1/2 for H-Transformer against the Transformer). ``cnet compare`` runs it::
 
-    cnet compare h-mamba mamba --dataset pg19 --output runs/cmp --steps 4000 --set context=1024
+    cnet compare h-mamba mamba --dataset pg19 --data-path $CNET_DATA_DIR/pg19-mini --output runs/ssm \\
+        --steps 2000 --match --set context=1024 --set batch_size=8
 
-and writes ``compare.json`` (the protocol, both curves, parameter counts, the ratios) and ``compare.png``
-(both validation curves against the step) into the output folder, with each model's checkpoint folder in
-``a/`` and ``b/``.
+and writes into the output folder ``compare.json`` (the protocol, both curves, parameter counts, the targets and
+ratios), ``compare.png`` (both validation curves against the step, the targets as dotted lines) and each model's
+checkpoint folder in ``a/`` and ``b/`` (``metrics.jsonl``: one JSON line per evaluation; ``summary.json``).
+
+Targets: given in nats per token (``--targets``), or, by default, read off model B's curve (put the baseline
+second) at fixed fractions of the run (``--target-fractions``, default 0.25, 0.5, 1): the best validation loss B
+had reached by the first evaluation at or after each fraction of its steps. B then needs about that fraction of
+the run by construction, and the ratio says how much sooner (or later) A gets there; no loss scale has to be
+known in advance. Steps to a target are read at evaluation resolution (``steps_*``: the first evaluation at or
+below it) and linearly interpolated between the two evaluations around the crossing (``crossing_*``); ``ratio`` is
+``crossing_a / crossing_b``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cnet.core.checkpoint import atomic_write
-from cnet.models.corpus import load_corpus
-from cnet.models.train import TrainConfig, build_language_model, train
 
-__all__ = ["compare", "steps_to_target", "default_targets", "format_table"]
+if TYPE_CHECKING:
+    from cnet.models.train import TrainConfig
+
+__all__ = ["compare", "steps_to_target", "crossing_step", "fraction_targets", "target_rows", "format_table",
+           "configure_compare", "run_compare", "DEFAULT_FRACTIONS"]
+
+DEFAULT_FRACTIONS = (0.25, 0.5, 1.0)
 
 
 def steps_to_target(curve: list[tuple[int, float]], target: float) -> int | None:
-    """The first step whose validation loss is at or below ``target`` (``None`` when never reached)."""
+    """The first evaluated step whose validation loss is at or below ``target`` (``None`` when never reached).
+
+    ``curve``: ``[(step, loss), ...]`` in increasing step order (a ``metrics.jsonl``'s ``step`` and ``val_loss``).
+    """
     return next((step for step, loss in curve if loss <= target), None)
 
 
-def default_targets(curve_a: list[tuple[int, float]], curve_b: list[tuple[int, float]], count: int = 3) -> list[float]:
-    """``count`` targets evenly spread between the first evaluation's loss and the loss both models reached."""
-    start = min(curve_a[0][1], curve_b[0][1])
-    both = max(min(v for _, v in curve_a), min(v for _, v in curve_b))
-    if both >= start:
-        return [both]
-    step = (start - both) / count
-    return [start - step * (i + 1) for i in range(count)]
+def crossing_step(curve: list[tuple[int, float]], target: float) -> float | None:
+    """The step at which the validation curve first reaches ``target``, linearly interpolated.
+
+    Between the last evaluation above ``target`` and the first at or below it, the loss is taken as linear in
+    the step. When the first evaluation is already at or below ``target`` there is no earlier point, and its step
+    is returned (an upper bound). ``None`` when the curve never reaches ``target``.
+    """
+    for i, (step, loss) in enumerate(curve):
+        if loss <= target:
+            if i == 0:
+                return float(step)
+            s0, l0 = curve[i - 1]
+            return s0 + (step - s0) * (l0 - target) / (l0 - loss)
+    return None
+
+
+def _check_fractions(fractions) -> list[float]:
+    fractions = list(fractions)
+    bad = [f for f in fractions if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f <= 1]
+    if not fractions or bad:
+        raise ValueError(f"compare: 'target_fractions' must be numbers in (0, 1] (fractions of the run), got "
+                         f"{fractions!r}")
+    return [float(f) for f in fractions]
+
+
+def fraction_targets(curve: list[tuple[int, float]], fractions=DEFAULT_FRACTIONS) -> list[float]:
+    """Targets read off a (baseline's) validation curve at fixed fractions of its run.
+
+    For each fraction ``f``: the lowest validation loss of ``curve`` up to its first evaluation at a step
+    ``>= f * last step`` (so the curve's own model reaches the target by about ``f`` of its run).
+
+    Args:
+        curve: ``[(step, loss), ...]``, increasing steps, losses in nats per token; not empty.
+        fractions: numbers in ``(0, 1]``.
+
+    Returns:
+        One loss (nats per token) per fraction, in the order given.
+
+    Raises:
+        ValueError: an empty curve, or a fraction outside ``(0, 1]``.
+    """
+    fractions = _check_fractions(fractions)
+    if not curve:
+        raise ValueError("compare: cannot read targets off an empty validation curve")
+    last = curve[-1][0]
+    out = []
+    for f in fractions:
+        upto = next(i for i, (step, _) in enumerate(curve) if step >= f * last)
+        out.append(min(loss for _, loss in curve[:upto + 1]))
+    return out
+
+
+def _check_targets(targets) -> list[float]:
+    targets = list(targets)
+    bad = [t for t in targets if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t < math.inf]
+    if not targets or bad:
+        raise ValueError(f"compare: 'targets' must be finite validation losses >= 0 in nats per token, got "
+                         f"{targets!r}")
+    return [float(t) for t in targets]
+
+
+def target_rows(curve_a: list[tuple[int, float]], curve_b: list[tuple[int, float]], targets) -> list[dict]:
+    """Steps of two curves to each target: the ``targets`` rows of a :func:`compare` record.
+
+    Returns one dict per target: ``target`` (nats per token), ``target_bits`` (bits per token), ``steps_a`` /
+    ``steps_b`` (first evaluation at or below, :func:`steps_to_target`), ``crossing_a`` / ``crossing_b``
+    (interpolated, :func:`crossing_step`) and ``ratio = crossing_a / crossing_b`` (``None`` unless both curves
+    reach the target).
+
+    Raises:
+        ValueError: a target that is not a finite number >= 0, or no targets.
+    """
+    rows = []
+    for t in _check_targets(targets):
+        ca, cb = crossing_step(curve_a, t), crossing_step(curve_b, t)
+        rows.append({"target": t, "target_bits": t / math.log(2),
+                     "steps_a": steps_to_target(curve_a, t), "steps_b": steps_to_target(curve_b, t),
+                     "crossing_a": ca, "crossing_b": cb,
+                     "ratio": ca / cb if ca is not None and cb is not None else None})
+    return rows
 
 
 def _curve(folder: Path) -> list[tuple[int, float]]:
@@ -64,78 +155,193 @@ def _plot(path: Path, names: tuple[str, str], curves, unit: str, targets: list[f
     plt.close(fig)
 
 
+def _matched_overrides(model_a, model_b, own_b: dict) -> dict:
+    """``own_b`` plus the ``ffn_dim`` that matches B's parameter count to A's (quantum-shortcut pairs)."""
+    from cnet.models.shortcut import match
+
+    if "ffn_dim" in own_b:
+        raise ValueError("compare: --match sets model B's ffn_dim; do not also give it (--set-b ffn_dim=...)")
+    try:
+        matched = match(model_a.config, model_b.config)
+    except ValueError as exc:
+        raise ValueError(f"compare: --match: {exc}") from None
+    if type(matched) is not type(model_b.config):
+        raise ValueError("compare: --match widens the real twin, which must be model B (e.g. h-mamba mamba)")
+    return {**own_b, "ffn_dim": matched.ffn_dim}
+
+
 def compare(model_a: str, model_b: str, dataset: str, output: str | Path, *, train_config: TrainConfig,
             overrides: dict | None = None, overrides_a: dict | None = None, overrides_b: dict | None = None,
-            targets: list[float] | None = None, data_path: str | None = None, progress: bool = True,
-            overwrite: bool = False) -> dict:
+            targets: list[float] | None = None, target_fractions=DEFAULT_FRACTIONS, match: bool = False,
+            data_path: str | None = None, progress: bool = True, overwrite: bool = False) -> dict:
     """Train ``model_a`` and ``model_b`` under one protocol and compare their steps to each target loss.
 
     Both runs share the loaded corpus, the :class:`TrainConfig` (so data order, batch, schedule and seed), and
-    ``overrides``; ``overrides_a`` / ``overrides_b`` apply to one model only (e.g. a width).
+    ``overrides``; ``overrides_a`` / ``overrides_b`` apply to one model only (e.g. a width). Everything that can
+    be checked (both configs, the parameter match, the corpus against both contexts, the targets, the output
+    folder) is checked before any training starts.
 
     Args:
-        model_a, model_b: registered model names.
+        model_a, model_b: registered model names; put the baseline (the real twin) second.
         dataset: registered dataset with train and validation splits (text or bytes).
         output: folder receiving ``a/``, ``b/``, ``compare.json`` and ``compare.png``.
         train_config: the shared protocol.
-        targets: validation losses (nats per token); default :func:`default_targets`.
+        targets: validation losses in nats per token; ``None``: :func:`fraction_targets` of B's curve.
+        target_fractions: fractions of the run for the default targets (numbers in ``(0, 1]``).
+        match: set B's ``ffn_dim`` so its parameter count matches A's within 0.02%
+            (:func:`cnet.models.shortcut.match`; the pairs h-mamba/mamba and h-transformer/transformer).
         data_path, progress, overwrite: as :func:`cnet.models.train.train`.
 
     Returns:
-        The record written to ``compare.json``; ``targets`` holds, per target, ``steps_a``, ``steps_b`` (``None``
-        when not reached) and ``ratio`` = ``steps_a / steps_b`` (``None`` unless both reached it).
+        The record written to ``compare.json``: ``model_a``, ``model_b``, ``dataset``, ``unit``, ``protocol``, the
+        overrides, ``parameters`` (per model: ``real_scalars``, ``complex_parameters``, ``complex_share``),
+        ``parameter_gap`` (``|n_a - n_b| / max``), ``best_val_loss``, ``train_ms_per_step``, ``wall_s``, ``curves``
+        (``[[step, val_loss], ...]`` per model), ``target_rule`` and ``targets`` (rows of :func:`target_rows`).
 
     Raises:
-        As :func:`cnet.models.train.train`; ValueError for an empty ``targets`` list.
+        As :func:`cnet.models.train.train`; ValueError for targets that are not finite losses >= 0, an empty list,
+        fractions outside ``(0, 1]``, a pair ``match`` cannot match, or a split shorter than one window.
     """
-    if targets is not None and not targets:
-        raise ValueError("compare: 'targets' is empty; give at least one loss or leave it unset")
+    from cnet.models.corpus import load_corpus
+    from cnet.models.train import build_language_model, train
+
+    if targets is not None:
+        targets = _check_targets(targets)
+    target_fractions = _check_fractions(target_fractions)
     output = Path(output)
+    overrides_a, overrides_b = dict(overrides_a or {}), dict(overrides_b or {})
     corpus = load_corpus(dataset, path=data_path)
     # Check both set-ups before spending any training time on the first.
-    counts = []
-    for tag, name, own in (("a", model_a, overrides_a), ("b", model_b, overrides_b)):
+    for tag in ("a", "b"):
         if (output / tag / "config.json").exists() and not overwrite:
             raise ValueError(f"compare: {output / tag} already holds a checkpoint; choose another --output or pass "
                              "--overwrite")
-        model = build_language_model(name, {**(overrides or {}), **(own or {}), "vocab_size": len(corpus.vocab)})
-        counts.append(model.num_parameters()["real_scalars"])
-        del model
+    built = [build_language_model(name, {**(overrides or {}), **own, "vocab_size": len(corpus.vocab)})
+             for name, own in ((model_a, overrides_a), (model_b, overrides_b))]
+    if match:
+        overrides_b = _matched_overrides(*built, overrides_b)
+        built[1] = build_language_model(model_b, {**(overrides or {}), **overrides_b, "vocab_size": len(corpus.vocab)})
+    counts = [m.num_parameters()["real_scalars"] for m in built]
+    for name, m in zip((model_a, model_b), built, strict=True):
+        for split, stream in (("train", corpus.train), ("validation", corpus.validation)):
+            if stream.numel() <= m.config.context:
+                raise ValueError(f"compare: the {split} split of {dataset!r} holds {stream.numel()} tokens, fewer "
+                                 f"than one window of {name}'s context {m.config.context} + 1; use a shorter "
+                                 "context (--set context=...) or a larger corpus")
+    del built
     gap = abs(counts[0] - counts[1]) / max(counts)
     summaries, curves = [], []
     for tag, name, own in (("a", model_a, overrides_a), ("b", model_b, overrides_b)):
-        summaries.append(train(name, dataset, output / tag, model_overrides={**(overrides or {}), **(own or {})},
+        summaries.append(train(name, dataset, output / tag, model_overrides={**(overrides or {}), **own},
                                train_config=train_config, corpus=corpus, progress=progress, overwrite=overwrite))
         curves.append(_curve(output / tag))
-    targets = list(targets) if targets is not None else default_targets(*curves)
-    rows = []
-    for t in targets:
-        sa, sb = steps_to_target(curves[0], t), steps_to_target(curves[1], t)
-        rows.append({"target": t, "steps_a": sa, "steps_b": sb,
-                     "ratio": sa / sb if sa is not None and sb is not None else None})
+    if targets is None:
+        targets = fraction_targets(curves[1], target_fractions)
+        rule = f"best validation loss of {model_b} by fractions {tuple(target_fractions)} of its run"
+    else:
+        rule = "given"
     unit = summaries[0]["unit"]
+    pair = {"a": summaries[0], "b": summaries[1]}
     record = {"model_a": model_a, "model_b": model_b, "dataset": dataset, "unit": unit,
               "protocol": dataclasses.asdict(train_config), "overrides": overrides or {},
-              "overrides_a": overrides_a or {}, "overrides_b": overrides_b or {},
-              "parameters": {"a": summaries[0]["parameters"], "b": summaries[1]["parameters"]},
-              "parameter_gap": gap,
-              "best_val_loss": {"a": summaries[0]["best_val_loss"], "b": summaries[1]["best_val_loss"]},
-              "curves": {"a": curves[0], "b": curves[1]}, "targets": rows}
+              "overrides_a": overrides_a, "overrides_b": overrides_b,
+              "parameters": {k: s["parameters"] for k, s in pair.items()}, "parameter_gap": gap,
+              "best_val_loss": {k: s["best_val_loss"] for k, s in pair.items()},
+              "train_ms_per_step": {k: s["train_ms_per_step"] for k, s in pair.items()},
+              "wall_s": {k: s["wall_s"] for k, s in pair.items()},
+              "curves": {"a": curves[0], "b": curves[1]}, "target_rule": rule,
+              "targets": target_rows(curves[0], curves[1], targets)}
     atomic_write(output / "compare.json", json.dumps(record, indent=2) + "\n")
     _plot(output / "compare.png", (model_a, model_b), curves, unit, targets)
     return record
 
 
 def format_table(record: dict) -> str:
-    """A plain-text table of a :func:`compare` record's targets (``not reached`` where a model never got there)."""
+    """A plain-text table of a :func:`compare` record's targets (``not reached`` where a model never got there).
+
+    Columns: target in the record's unit and in bits, each model's interpolated step to it (the evaluated step in
+    brackets) and the ratio A/B.
+    """
     a, b = record["model_a"], record["model_b"]
     lines = []
     if record["parameter_gap"] > 0.01:
         lines.append(f"warning: the two models' parameter counts differ by {100 * record['parameter_gap']:.1f}%; "
-                     "match them (cnet.models.match, or --set-a / --set-b widths) for a like-for-like comparison")
-    lines.append(f"{'target':>8}  {'A: ' + a:>16}  {'B: ' + b:>16}  {'ratio A/B':>9}")
+                     "match them (--match, or --set-a / --set-b widths) for a like-for-like comparison")
+    lines.append(f"targets: {record['target_rule']}")
+    unit = record["unit"].split("/")[0]
+    lines.append(f"{'target ' + unit:>12}  {'bits':>6}  {'A: ' + a:>20}  {'B: ' + b:>20}  {'ratio A/B':>9}")
     for r in record["targets"]:
-        fmt = [str(r[k]) if r[k] is not None else "not reached" for k in ("steps_a", "steps_b")]
+        cells = [f"{r['crossing' + k]:.0f} ({r['steps' + k]})" if r["steps" + k] is not None else "not reached"
+                 for k in ("_a", "_b")]
         ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"
-        lines.append(f"{r['target']:>8.4f}  {fmt[0]:>16}  {fmt[1]:>16}  {ratio:>9}")
+        lines.append(f"{r['target']:>12.4f}  {r['target_bits']:>6.3f}  {cells[0]:>20}  {cells[1]:>20}  {ratio:>9}")
     return "\n".join(lines)
+
+
+def _numbers(option: str, text: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",")]
+    except ValueError:
+        raise ValueError(f"{option} expects comma-separated numbers, got {text!r}") from None
+
+
+def configure_compare(p) -> None:
+    """Arguments of ``cnet compare``."""
+    p.description = (
+        "Train two models under one protocol (same data order, batch, schedule, seed) and report the optimiser "
+        "steps each needs to reach target validation losses (quantum-shortcut paper: about 1/3 for h-mamba vs "
+        "mamba, 1/2 for h-transformer vs transformer). Writes OUTPUT/compare.json, OUTPUT/compare.png and the "
+        "checkpoints OUTPUT/a, OUTPUT/b.")
+    p.add_argument("model_a", help="first registered model, e.g. h-mamba")
+    p.add_argument("model_b", help="second registered model, the baseline, e.g. its real twin mamba")
+    p.add_argument("--dataset", required=True, help="registered dataset name, e.g. pg19")
+    p.add_argument("--output", required=True, help="folder for a/, b/, compare.json and compare.png")
+    p.add_argument("--steps", type=int, help="optimiser steps of each run")
+    p.add_argument("--data-path", help="explicit data location (pg19, text_bytes: a folder with train/ and "
+                                       "validation/ sub-folders)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a training field, or a model field given to both models; repeatable")
+    p.add_argument("--set-a", action="append", default=[], metavar="KEY=VALUE", help="a model field of A only")
+    p.add_argument("--set-b", action="append", default=[], metavar="KEY=VALUE", help="a model field of B only")
+    p.add_argument("--match", action="store_true",
+                   help="set B's ffn_dim so its parameter count matches A's within 0.02%% (h-mamba mamba, "
+                        "h-transformer transformer)")
+    p.add_argument("--targets", help="comma-separated validation losses in nats per token (the loss unit of "
+                                     "metrics.jsonl); default: read off B's curve, see --target-fractions")
+    p.add_argument("--target-fractions", default=",".join(str(f) for f in DEFAULT_FRACTIONS),
+                   help="without --targets: the targets are B's best validation loss by these fractions of its "
+                        "run (comma-separated, in (0, 1]; default %(default)s), so no loss scale has to be known; "
+                        "B reaches each by about that fraction of the run and the ratio says how much sooner A does")
+    p.add_argument("--overwrite", action="store_true", help="replace checkpoints already in the output")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def run_compare(args) -> int:
+    """Run ``cnet compare``: prints the parameter counts and the steps-to-target table; the record is in
+    ``OUTPUT/compare.json``. Raises ``ValueError`` for bad arguments (the CLI prints it and exits with 2)."""
+    from cnet.models.commands import parse_sets, split_overrides
+    from cnet.models.train import TrainConfig
+
+    shared_a, train_over = split_overrides(args.model_a, parse_sets(args.set))
+    shared_b, _ = split_overrides(args.model_b, parse_sets(args.set))
+    if shared_a != shared_b:
+        raise ValueError("--set model fields must exist in both models; use --set-a / --set-b for one model")
+    own_a, extra_a = split_overrides(args.model_a, parse_sets(args.set_a))
+    own_b, extra_b = split_overrides(args.model_b, parse_sets(args.set_b))
+    if extra_a or extra_b:
+        raise ValueError("--set-a / --set-b take model fields only; training fields go in --set (shared protocol)")
+    if args.steps is not None:
+        train_over["steps"] = args.steps
+    targets = _numbers("--targets", args.targets) if args.targets else None
+    fractions = _numbers("--target-fractions", args.target_fractions)
+    record = compare(args.model_a, args.model_b, args.dataset, args.output, train_config=TrainConfig(**train_over),
+                     overrides=shared_a, overrides_a=own_a, overrides_b=own_b, targets=targets,
+                     target_fractions=fractions, match=args.match, data_path=args.data_path,
+                     progress=not args.quiet, overwrite=args.overwrite)
+    for tag, name in (("a", args.model_a), ("b", args.model_b)):
+        p = record["parameters"][tag]
+        print(f"{name}: {p['real_scalars']:,} real parameters ({p['complex_parameters']:,} complex, "
+              f"{100 * p['complex_share']:.3f}% of the real scalars), best {record['best_val_loss'][tag]:.4f} "
+              f"{record['unit']}, {record['train_ms_per_step'][tag]:.1f} ms/step")
+    print(format_table(record))
+    return 0

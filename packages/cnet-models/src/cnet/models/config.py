@@ -55,6 +55,8 @@ def _coerce(where: str, name: str, typ, value):
     if typ is str:
         if isinstance(value, str):
             return value
+        if isinstance(value, int) and not isinstance(value, bool):  # `--set screen_after=2` parses as a number
+            return str(value)
         raise bad
     return value
 
@@ -63,7 +65,7 @@ def coerce_fields(cls, values: dict, where: str) -> dict:
     """Check ``values`` against the dataclass ``cls`` and convert each to its field's type.
 
     Strings are parsed (``"3"`` -> 3, ``"1e-3"`` -> 0.001, ``"False"``/``"false"``/``"0"``/``0`` -> False,
-    ``"none"`` -> None for optional fields); an int is accepted where a float is expected.
+    ``"none"`` -> None for optional fields); an int is accepted where a float or a text is expected.
 
     Args:
         cls: a dataclass type.

@@ -31,10 +31,11 @@ def cnet_register_models(models):
 def cnet_register_commands(commands):
     """Register ``cnet train``, ``cnet generate``, ``cnet eval`` and ``cnet compare``."""
     from cnet.models import commands as c
+    from cnet.models import compare
 
     commands.add("train", c.run_train, configure=c.configure_train, help="train a registered model on a dataset")
     commands.add("generate", c.run_generate, configure=c.configure_generate, help="sample text from a saved model")
     commands.add("eval", c.run_eval, configure=c.configure_eval,
                  help="score a saved model on a dataset's held-out split (nats and bits per char or byte)")
-    commands.add("compare", c.run_compare, configure=c.configure_compare,
+    commands.add("compare", compare.run_compare, configure=compare.configure_compare,
                  help="train two models under one protocol and compare their steps to target losses")

@@ -320,8 +320,10 @@ class SelectiveScan(nn.Module):
         dt = F.softplus(_upcast(self.dt_proj(dt_low.to(u.dtype))))
         x = _upcast(u)
         a = torch.exp(dt[..., None] * -torch.exp(self.A_log.to(x.dtype)))
-        h = real_scan(a, (dt * x)[..., None] * b[:, :, None, :])
-        return (h * c[:, :, None, :]).sum(-1) + self.D.to(x.dtype) * x
+        # outer product and contraction over N as batched matrix products: no r[B, T, D, N] temporaries and
+        # reductions in the backward beyond the scan's own
+        h = real_scan(a, torch.matmul((dt * x)[..., None], b[:, :, None, :]))
+        return torch.matmul(h, c[..., None]).squeeze(-1) + self.D.to(x.dtype) * x
 
 
 class Mamba(TiedByteLM):
