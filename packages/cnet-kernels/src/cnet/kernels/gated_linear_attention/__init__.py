@@ -1,7 +1,11 @@
 """gated_linear_attention backends (reference: :func:`cnet.core.ops.reference.gated_linear_attention`)."""
 
-__all__ = ["register"]
+from cnet.kernels.gated_linear_attention.chunked import MAX_D, gated_linear_attention_triton, supports_triton
+
+__all__ = ["gated_linear_attention_triton", "supports_triton", "MAX_D", "register"]
 
 
 def register(ops) -> None:
-    """No backend yet: the reference runs everywhere."""
+    """``triton`` (chunked, forward and reverse sweeps) on CUDA, priority 20."""
+    ops.add_backend("gated_linear_attention", "triton", gated_linear_attention_triton, device="cuda", priority=20,
+                    supports=supports_triton)

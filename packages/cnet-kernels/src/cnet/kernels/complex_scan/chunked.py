@@ -1,0 +1,148 @@
+"""The chunked Triton complex scan (backend ``triton``): autograd wiring, launch configuration, ``supports``.
+
+Forward and backward are each one pass over memory (see :mod:`cnet.kernels.complex_scan.kernels`): the forward
+reads ``a, b`` and writes ``h``; the backward reads ``a, h, grad_h`` and writes ``grad_a, grad_b``. On CUDA the
+block shape is autotuned per channel count ``C``; under the Triton interpreter a small fixed block is used.
+Source: quantum-shortcut paper section 5 (chunked scan); papers/NOTES.md "Quantum-shortcut models", "LRU".
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+
+from cnet.kernels.complex_scan.kernels import scan_bwd_kernel, scan_fwd_kernel
+from cnet.kernels.triton_support import interpreting, triton_problem
+
+__all__ = ["complex_scan_triton", "supports_triton"]
+
+_DTYPES = (torch.complex64, torch.complex128)
+_INTERPRETER_BLOCK = {"BLOCK_T": 8, "BLOCK_C": 16, "PREFETCH": True}
+# One warp per program: the whole problem has only B * C channels, so programs are few and each must keep many rows
+# in flight to cover memory latency. BLOCK_C < 32 spreads a block's rows over 32 / BLOCK_C lanes (more programs,
+# shuffles in the scan). Elements per thread and tile stay <= 8 with prefetch and <= 16 without, which compiles
+# without spills for sm_90 (cuobjdump resource usage); the autotuner measures which shape is fastest on the device.
+_CONFIGS = [triton.Config({"BLOCK_T": bt, "BLOCK_C": bc, "PREFETCH": prefetch}, num_warps=1)
+            for prefetch, shapes in ((True, ((8, 32), (16, 16), (32, 8), (16, 8), (32, 4), (64, 4))),
+                                     (False, ((32, 8), (64, 8))))
+            for bt, bc in shapes]
+# Tuned once per channel count (and dtype) on the first call: varying sequence lengths do not trigger a re-tune.
+_fwd_tuned = triton.autotune(_CONFIGS, key=["C"])(scan_fwd_kernel)
+_bwd_tuned = triton.autotune(_CONFIGS, key=["C"])(scan_bwd_kernel)
+
+
+def _launch(tuned, plain, batch: int, channels: int, *args, **constexprs) -> None:
+    """Run a scan kernel over ``batch * cdiv(channels, BLOCK_C)`` programs (autotuned unless interpreting)."""
+    if interpreting():
+        block = _INTERPRETER_BLOCK
+        plain[(batch * triton.cdiv(channels, block["BLOCK_C"]),)](*args, **constexprs, **block)
+    else:
+        tuned[lambda meta: (batch * triton.cdiv(channels, meta["BLOCK_C"]),)](*args, **constexprs)
+
+
+class _TritonScan(torch.autograd.Function):
+    # Same contract and adjoint as cnet.core.ops.reference.scan._ComplexScan, on c[B, T, C] contiguous tensors:
+    # g_t = grad_h_t + conj(a_{t+1}) g_{t+1} (g_{T-1} also receives grad_last), grad_b = g,
+    # grad_a_t = g_t conj(h_{t-1}), grad_h0 = conj(a_0) g_0.
+    @staticmethod
+    def forward(ctx, a, b, h0):
+        batch, steps, channels = a.shape
+        h = torch.empty_like(a)
+        last = a.new_empty(batch, channels)
+        _launch(_fwd_tuned, scan_fwd_kernel, batch, channels,
+                torch.view_as_real(a), torch.view_as_real(b), None if h0 is None else torch.view_as_real(h0),
+                torch.view_as_real(h), torch.view_as_real(last), steps, channels, HAS_H0=h0 is not None)
+        ctx.save_for_backward(a, h, h0)
+        return h, last
+
+    @staticmethod
+    def backward(ctx, grad_h, grad_last):
+        a, h, h0 = ctx.saved_tensors
+        batch, steps, channels = a.shape
+        grad_h, grad_last = grad_h.contiguous(), grad_last.contiguous()
+        grad_a, grad_b = torch.empty_like(a), torch.empty_like(a)
+        grad_h0 = None if h0 is None else torch.empty_like(h0)
+        real = torch.view_as_real
+        _launch(_bwd_tuned, scan_bwd_kernel, batch, channels,
+                real(a), real(h), None if h0 is None else real(h0), real(grad_h), real(grad_last), real(grad_a),
+                real(grad_b), None if h0 is None else real(grad_h0), steps, channels, HAS_H0=h0 is not None)
+        return grad_a, grad_b, grad_h0
+
+
+def _argument_problem(a, b, initial_state, return_state) -> str:
+    """Why the Triton scan cannot take these arguments, whatever their device ("" when it can).
+
+    Everything the reference rejects is refused, so dispatch hands such calls to the reference, which raises.
+    """
+    for name, t in (("a", a), ("b", b)):
+        if not isinstance(t, torch.Tensor) or t.dtype not in _DTYPES:
+            got = t.dtype if isinstance(t, torch.Tensor) else type(t).__name__
+            return f"argument {name!r} is not a complex64/complex128 tensor (got {got})"
+    if a.dim() < 2 or a.shape != b.shape or a.dtype != b.dtype:
+        return "a and b are not c[B, T, ...] of one shape and dtype (validated by the reference)"
+    if a.numel() == 0:
+        return f"empty input of shape {tuple(a.shape)}"
+    if initial_state is not None:
+        if not isinstance(initial_state, torch.Tensor) or initial_state.dtype != a.dtype:
+            got = initial_state.dtype if isinstance(initial_state, torch.Tensor) else type(initial_state).__name__
+            return f"argument 'initial_state' is not a {a.dtype} tensor (got {got})"
+        if initial_state.shape != a.shape[:1] + a.shape[2:]:
+            return "argument 'initial_state' is not c[B, ...] (a's shape without T; validated by the reference)"
+    if not isinstance(return_state, bool):
+        return f"argument 'return_state' is not a bool (got {type(return_state).__name__})"
+    return ""
+
+
+def supports_triton(a, b, initial_state=None, return_state=False) -> tuple[bool, str]:
+    """Whether :func:`complex_scan_triton` takes these arguments: ``(True, "")``, or ``(False, reason)``.
+
+    Accepts what the reference accepts (``a, b`` complex64/complex128 ``c[B, T, ...]``, ``T >= 1``, an optional
+    ``initial_state`` ``c[B, ...]``, a bool ``return_state``), minus empty tensors, on one CUDA device (CPU tensors
+    too under ``TRITON_INTERPRET=1``). Arguments the reference rejects are refused, so it raises the error.
+    """
+    problem = _argument_problem(a, b, initial_state, return_state)
+    if problem:
+        return False, problem
+    tensors = {"a": a, "b": b} if initial_state is None else {"a": a, "b": b, "initial_state": initial_state}
+    problem = triton_problem(**tensors)
+    return (False, problem) if problem else (True, "")
+
+
+def complex_scan_triton(a: torch.Tensor, b: torch.Tensor, initial_state: torch.Tensor | None = None,
+                        return_state: bool = False):
+    """``h_t = a_t * h_{t-1} + b_t`` over the time dim, by the chunked Triton scan (reference's contract).
+
+    Every trailing index is an independent channel (flattened to ``C``); ``h_{-1}`` is ``initial_state`` (0 when
+    ``None``). Call through ``cnet.core.ops.complex_scan``, which validates the arguments and runs the reference
+    for whatever :func:`supports_triton` refuses.
+
+    Args:
+        a: ``c[B, T, ...]`` coefficients, complex64 or complex128.
+        b: ``c[B, T, ...]`` inputs, same shape and dtype.
+        initial_state: ``c[B, ...]`` state before the first step, or ``None``. Differentiable.
+        return_state: also return the last state ``h_{T-1}`` ``c[B, ...]``.
+
+    Returns:
+        ``h`` ``c[B, T, ...]``, or ``(h, h_last)`` when ``return_state``.
+
+    Raises:
+        ValueError: the arguments are outside what :func:`supports_triton` accepts (the message gives its reason).
+
+    Backward: the adjoint recurrence ``g_t = grad_h_t + conj(a_{t+1}) g_{t+1}`` by the same chunked scan in
+    reverse time; ``grad_b = g``, ``grad_a_t = g_t conj(h_{t-1})``, ``grad_initial_state = conj(a_0) g_0``.
+
+    Source: quantum-shortcut paper section 5 (chunked scan); papers/NOTES.md "Quantum-shortcut models", "LRU".
+    """
+    problem = _argument_problem(a, b, initial_state, return_state)
+    if problem:
+        raise ValueError(f"complex_scan_triton: {problem}; call cnet.core.ops.complex_scan, which validates "
+                         "the arguments and falls back to the reference")
+    batch, steps = a.shape[:2]
+    channels = math.prod(a.shape[2:])
+    flat = (batch, steps, channels)
+    h0 = None if initial_state is None else initial_state.reshape(batch, channels).contiguous()
+    h, last = _TritonScan.apply(a.reshape(flat).contiguous(), b.reshape(flat).contiguous(), h0)
+    h = h.reshape(a.shape)
+    return (h, last.reshape(a.shape[:1] + a.shape[2:])) if return_state else h

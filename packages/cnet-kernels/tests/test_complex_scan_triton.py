@@ -1,0 +1,134 @@
+"""Parity of the Triton complex scan with the reference (outputs, every input gradient), its refusals and
+registration. CPU tests run the kernels in Triton's interpreter at small odd sizes; ``gpu`` tests at real sizes."""
+
+import math
+
+import pytest
+import torch
+
+import cnet.core.ops
+from cnet.core.ops.reference import complex_scan
+from cnet.core.plugins import registries
+from cnet.core.testing import check_parity
+from cnet.kernels.complex_scan import chunked, complex_scan_triton, supports_triton
+
+_TOL = {torch.complex128: {"atol": 1e-10, "rtol": 1e-9}, torch.complex64: {"atol": 2e-5, "rtol": 2e-4}}
+
+
+@pytest.fixture
+def nan_empty(monkeypatch):
+    """Every ``torch.empty_like`` / ``Tensor.new_empty`` comes back NaN-filled, so an unwritten output shows."""
+    empty_like, new_empty = torch.empty_like, torch.Tensor.new_empty
+    monkeypatch.setattr(torch, "empty_like", lambda *a, **kw: empty_like(*a, **kw).fill_(math.nan))
+    monkeypatch.setattr(torch.Tensor, "new_empty", lambda self, *a, **kw: new_empty(self, *a, **kw).fill_(math.nan))
+
+
+def _inputs(shape, dtype, device="cpu", seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    a = 0.9 * torch.randn(shape, dtype=torch.complex128, generator=gen)
+    b = torch.randn(shape, dtype=torch.complex128, generator=gen)
+    h0 = torch.randn(shape[:1] + shape[2:], dtype=torch.complex128, generator=gen)
+    a = a / a.abs().clamp_min(1.0)  # |a| <= 1: a stable recurrence however long
+    return [x.to(dtype=dtype, device=device) for x in (a, b, h0)]
+
+
+_STATE_CASES = [  # (pass initial_state, return_state)
+    (False, False), (True, True), (False, True), (True, False),
+]
+
+
+@pytest.mark.parametrize("shape", [(2, 13, 3, 5), (1, 1, 7), (2, 19, 17)])
+@pytest.mark.parametrize("with_h0, return_state", _STATE_CASES)
+def test_matches_reference_outputs_and_gradients(nan_empty, shape, with_h0, return_state):
+    a, b, h0 = _inputs(shape, torch.complex128)
+    args = [a, b, h0] if with_h0 else [a, b]
+    rep = check_parity(complex_scan_triton, complex_scan, args, {"return_state": return_state},
+                       **_TOL[torch.complex128])
+    rep.raise_if_failed()
+
+
+@pytest.mark.parametrize("prefetch", [True, False])
+def test_both_loop_forms_match_reference(nan_empty, monkeypatch, prefetch):
+    monkeypatch.setitem(chunked._INTERPRETER_BLOCK, "PREFETCH", prefetch)
+    a, b, h0 = _inputs((1, 19, 17), torch.complex128, seed=4)
+    rep = check_parity(complex_scan_triton, complex_scan, [a, b, h0], {"return_state": True},
+                       **_TOL[torch.complex128])
+    rep.raise_if_failed()
+
+
+@pytest.mark.parametrize("shape", [(2, 19, 3, 5), (3, 8, 16)])
+def test_complex64_matches_reference(nan_empty, shape):
+    a, b, h0 = _inputs(shape, torch.complex64, seed=1)
+    rep = check_parity(complex_scan_triton, complex_scan, [a, b, h0], {"return_state": True},
+                       **_TOL[torch.complex64])
+    rep.raise_if_failed()
+
+
+def test_zero_coefficients_and_noncontiguous_inputs(nan_empty):
+    a, b, h0 = _inputs((2, 21, 6), torch.complex128, seed=2)
+    a[:, 5] = 0  # the state restarts at t = 5: h_5 = b_5 exactly
+    at, bt = a.transpose(1, 2).contiguous().transpose(1, 2), b[..., :5]  # strided views
+    for x, y in ((a, b), (at, b), (a[..., :5], bt)):
+        h, last = complex_scan_triton(x, y, h0[..., :x.shape[-1]], return_state=True)
+        ref, ref_last = complex_scan(x, y, h0[..., :x.shape[-1]], return_state=True)
+        torch.testing.assert_close(h, ref, atol=1e-12, rtol=1e-10)
+        torch.testing.assert_close(last, ref_last, atol=1e-12, rtol=1e-10)
+        assert torch.equal(h[:, 5], y[:, 5])
+
+
+def test_registered_for_cuda_and_reference_runs_on_cpu():
+    op = registries().ops.get("complex_scan")
+    assert [(b.name, b.device, b.priority) for b in op.backends] == [("triton", "cuda", 20)]
+    a, b, _ = _inputs((1, 4, 2), torch.complex64)
+    name, _ = registries().ops.select("complex_scan", (a, b), {})
+    assert name == "reference"
+
+
+_BAD = [  # (change of (a, b, initial_state, return_state), start of the reason)
+    (lambda a, b, h, r: (a.real, b, h, r), "argument 'a' is not a complex64/complex128 tensor (got torch.float64)"),
+    (lambda a, b, h, r: (a, b.tolist(), h, r), "argument 'b' is not a complex64/complex128 tensor (got list)"),
+    (lambda a, b, h, r: (a, b.to(torch.complex64), h, r), "a and b are not c[B, T, ...] of one shape and dtype"),
+    (lambda a, b, h, r: (a, b[:, :2], h, r), "a and b are not c[B, T, ...] of one shape and dtype"),
+    (lambda a, b, h, r: (a[0, 0], b[0, 0], h, r), "a and b are not c[B, T, ...] of one shape and dtype"),
+    (lambda a, b, h, r: (a, b, h.to(torch.complex64), r), "argument 'initial_state' is not a torch.complex128"),
+    (lambda a, b, h, r: (a, b, h.real, r), "argument 'initial_state' is not a torch.complex128"),
+    (lambda a, b, h, r: (a, b, h[:, :1], r), "argument 'initial_state' is not c[B, ...]"),
+    (lambda a, b, h, r: (a, b, h, 1), "argument 'return_state' is not a bool (got int)"),
+]
+
+
+@pytest.mark.parametrize("change, reason", _BAD)
+def test_supports_refuses_what_the_reference_rejects(change, reason):
+    args = change(*_inputs((2, 5, 3), torch.complex128), False)
+    ok, why = supports_triton(*args)
+    assert not ok and why.startswith(reason)
+    with pytest.raises((TypeError, ValueError)):
+        complex_scan(*args)
+    with pytest.raises(ValueError, match="^complex_scan_triton: "):
+        complex_scan_triton(*args)
+
+
+def test_supports_refuses_empty_inputs_and_accepts_good_ones():
+    a, b, h0 = _inputs((2, 5, 3), torch.complex64)
+    assert supports_triton(a[:, :, :0], b[:, :, :0]) == (False, "empty input of shape (2, 5, 0)")
+    assert supports_triton(a, b, h0, True) == (True, "")  # CPU accepted under the interpreter (conftest)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_parity_on_gpu_at_benchmark_size():
+    a, b, h0 = _inputs((8, 4096, 2048), torch.complex64, device="cuda")
+    assert registries().ops.select("complex_scan", (a, b, h0), {"return_state": True})[0] == "triton"
+    rep = check_parity(cnet.core.ops.complex_scan, complex_scan, [a, b, h0], {"return_state": True},
+                       atol=1e-4, rtol=1e-3)
+    rep.raise_if_failed()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("shape, dtype", [((3, 1000, 4, 63), torch.complex64), ((2, 333, 129), torch.complex128)])
+def test_parity_on_gpu_odd_sizes(shape, dtype):
+    a, b, h0 = _inputs(shape, dtype, device="cuda")
+    rep = check_parity(complex_scan_triton, complex_scan, [a, b, h0], {"return_state": True},
+                       **(_TOL[dtype] if dtype == torch.complex128 else {"atol": 1e-4, "rtol": 1e-3}))
+    rep.raise_if_failed()
