@@ -2,7 +2,8 @@
 
 Forward and backward are each one pass over memory (see :mod:`cnet.kernels.complex_scan.kernels`): the forward
 reads ``a, b`` and writes ``h``; the backward reads ``a, h, grad_h`` and writes ``grad_a, grad_b``. On CUDA the
-block shape is autotuned per channel count ``C``; under the Triton interpreter a small fixed block is used.
+block shape is autotuned per channel count ``C`` (the first config, untimed, with ``CNET_TRITON_AUTOTUNE=0``); under
+the Triton interpreter a small fixed block is used.
 Source: quantum-shortcut paper section 5 (chunked scan); papers/NOTES.md "Quantum-shortcut models", "LRU".
 """
 
@@ -13,6 +14,7 @@ import math
 import torch
 import triton
 
+from cnet.kernels.born_attention import triton_kernels as _born_kernels  # its AUTOTUNE: CNET_TRITON_AUTOTUNE
 from cnet.kernels.complex_scan.kernels import scan_bwd_kernel, scan_fwd_kernel
 from cnet.kernels.triton_support import interpreting, triton_problem
 
@@ -20,24 +22,34 @@ __all__ = ["complex_scan_triton", "supports_triton"]
 
 _DTYPES = (torch.complex64, torch.complex128)
 _INTERPRETER_BLOCK = {"BLOCK_T": 8, "BLOCK_C": 16, "PREFETCH": True}
-# One warp per program: the whole problem has only B * C channels, so programs are few and each must keep many rows
+# Few warps per program: the whole problem has only B * C channels, so programs are few and each must keep many rows
 # in flight to cover memory latency. BLOCK_C < 32 spreads a block's rows over 32 / BLOCK_C lanes (more programs,
-# shuffles in the scan). Elements per thread and tile stay <= 8 with prefetch and <= 16 without, which compiles
-# without spills for sm_90 (cuobjdump resource usage); the autotuner measures which shape is fastest on the device.
-_CONFIGS = [triton.Config({"BLOCK_T": bt, "BLOCK_C": bc, "PREFETCH": prefetch}, num_warps=1)
-            for prefetch, shapes in ((True, ((8, 32), (16, 16), (32, 8), (16, 8), (32, 4), (64, 4))),
-                                     (False, ((32, 8), (64, 8))))
-            for bt, bc in shapes]
+# shuffles in the scan); the 2- and 4-warp shapes put more rows or channels in flight per program. Elements per
+# thread and tile stay <= 8 with prefetch and <= 16 without: the one-warp shapes compile without spills for sm_90
+# (cuobjdump resource usage; the multi-warp ones, added later, hold as many per thread but are not yet checked). The
+# autotuner measures which shape is fastest on the device; the first (fastest measured on an H200 at C = 2048,
+# 0.52 of copy bandwidth forward + backward) is the one run with CNET_TRITON_AUTOTUNE=0.
+_CONFIGS = [triton.Config({"BLOCK_T": bt, "BLOCK_C": bc, "PREFETCH": prefetch}, num_warps=warps)
+            for prefetch, shapes in ((True, ((8, 32, 1), (16, 16, 1), (32, 8, 1), (16, 8, 1), (32, 4, 1), (64, 4, 1),
+                                             (16, 32, 2), (8, 64, 2), (32, 32, 4), (16, 64, 4))),
+                                     (False, ((32, 8, 1), (64, 8, 1))))
+            for bt, bc, warps in shapes]
 # Tuned once per channel count (and dtype) on the first call: varying sequence lengths do not trigger a re-tune.
 _fwd_tuned = triton.autotune(_CONFIGS, key=["C"])(scan_fwd_kernel)
 _bwd_tuned = triton.autotune(_CONFIGS, key=["C"])(scan_bwd_kernel)
 
 
 def _launch(tuned, plain, batch: int, channels: int, *args, **constexprs) -> None:
-    """Run a scan kernel over ``batch * cdiv(channels, BLOCK_C)`` programs (autotuned unless interpreting)."""
+    """Run a scan kernel over ``batch * cdiv(channels, BLOCK_C)`` programs: autotuned, or with the first config when
+    ``CNET_TRITON_AUTOTUNE=0`` (read by :mod:`cnet.kernels.born_attention.triton_kernels`), or with
+    ``_INTERPRETER_BLOCK`` when interpreting."""
     if interpreting():
         block = _INTERPRETER_BLOCK
         plain[(batch * triton.cdiv(channels, block["BLOCK_C"]),)](*args, **constexprs, **block)
+    elif not _born_kernels.AUTOTUNE:
+        first = _CONFIGS[0]
+        plain[(batch * triton.cdiv(channels, first.kwargs["BLOCK_C"]),)](
+            *args, **constexprs, **first.kwargs, num_warps=first.num_warps, num_stages=first.num_stages)
     else:
         tuned[lambda meta: (batch * triton.cdiv(channels, meta["BLOCK_C"]),)](*args, **constexprs)
 

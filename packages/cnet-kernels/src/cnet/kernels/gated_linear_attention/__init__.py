@@ -1,8 +1,13 @@
 """gated_linear_attention backends (reference: :func:`cnet.core.ops.reference.gated_linear_attention`)."""
 
-from cnet.kernels.gated_linear_attention.chunked import MAX_D, gated_linear_attention_triton, supports_triton
+from cnet.kernels.gated_linear_attention.chunked import (
+    CUDA_MAX_D,
+    MAX_D,
+    gated_linear_attention_triton,
+    supports_triton,
+)
 
-__all__ = ["gated_linear_attention_triton", "supports_triton", "MAX_D", "register"]
+__all__ = ["gated_linear_attention_triton", "supports_triton", "MAX_D", "CUDA_MAX_D", "register"]
 
 
 def register(ops) -> None:
