@@ -170,3 +170,13 @@ def test_linear_bad_input(args, kwargs, exc, words):
 def test_step_bad_input(args, kwargs, exc, words):
     with pytest.raises(exc, match=words):
         born_attention_step(*args, **kwargs)
+
+
+def test_step_forms_are_importable_from_the_reference_package_but_are_not_ops():
+    import cnet.core.ops.reference as ref
+    from cnet.core.plugins import registries
+
+    for name in ("born_attention_step", "gated_linear_attention_step", "complex_scan_step"):
+        assert callable(getattr(ref, name))
+        assert name not in registries().ops.names()
+    assert ref.BornAttentionState._fields == ("s", "z")

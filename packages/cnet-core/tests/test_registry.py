@@ -314,6 +314,24 @@ def test_cli_check_op_fails_for_a_wrong_backend(bare, capsys):
     assert "cgelu gradcheck: ok" in out and "cgelu parity:wrong: FAILED" in out
 
 
+def test_cli_check_op_uses_the_tolerance_a_backend_declares(bare, capsys):
+    off = lambda x: ref.cgelu(x) * (1 + 3e-4)  # noqa: E731 - within a tf32-like bound, outside the default
+    bare.ops.add_backend("cgelu", "loose", off, device="cpu", tolerance=(1e-3, 1e-3))
+    assert main(["check-op", "cgelu"]) == 0
+    bare.ops.add_backend("cgelu", "loose", off, device="cpu")
+    assert main(["check-op", "cgelu"]) == 1
+    assert "cgelu parity:loose: FAILED" in capsys.readouterr().out
+
+
+def test_cli_check_op_says_when_no_backend_exists_for_the_device(bare, capsys):
+    bare.ops.add_backend("cgelu", "gpu_only", ref.cgelu, device="cuda")
+    assert main(["check-op", "cgelu"]) == 0
+    out = capsys.readouterr().out
+    assert "cgelu: no backend registered for cpu; registered: gpu_only (cuda) (pass --device)" in out
+    assert main(["check-op", "hadamard"]) == 0
+    assert "hadamard: no backend registered for cpu\n" in capsys.readouterr().out
+
+
 def test_cli_check_op_unknown_name_is_a_one_line_error(bare, capsys):
     assert main(["check-op", "nope"]) == 2
     assert "cnet: error: unknown op 'nope'; known ops:" in capsys.readouterr().err

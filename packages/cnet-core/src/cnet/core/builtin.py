@@ -37,9 +37,14 @@ def _cmd_plugins(args) -> int:
 
 
 def _cmd_check_op(args) -> int:
+    from cnet.core.plugins import registries
     from cnet.core.testing import check_op
 
     reports = check_op(args.name, device=args.device, seed=args.seed)
+    if len(reports) == 1:
+        elsewhere = [f"{b.name} ({b.device})" for b in registries().ops.get(args.name).backends]
+        print(f"{args.name}: no backend registered for {args.device}"
+              + (f"; registered: {', '.join(elsewhere)} (pass --device)" if elsewhere else ""))
     ok = True
     for label, rep in reports.items():
         status = "ok" if rep.ok else "FAILED"

@@ -41,6 +41,8 @@ class Backend:
         priority: larger wins among backends whose ``supports`` accepts.
         fn: callable with the reference's signature.
         supports: ``(*args, **kwargs) -> (ok, reason)``; ``reason`` is logged when a backend is passed over.
+        tolerance: ``(atol, rtol)`` the conformance kit allows against the reference in complex64 (a backend that
+            computes in tf32 or bf16 by design declares its wider bound here).
     """
 
     name: str
@@ -48,6 +50,7 @@ class Backend:
     priority: int
     fn: Callable
     supports: Callable[..., tuple[bool, str]] = _always
+    tolerance: tuple[float, float] = (1e-5, 1e-4)
 
 
 @dataclass
@@ -123,9 +126,11 @@ class OpRegistry:
         return op
 
     def add_backend(self, op: str, name: str, fn: Callable, *, device: str = "cuda", priority: int = 0,
-                    supports: Callable[..., tuple[bool, str]] | None = None) -> Backend:
-        """Register a backend of ``op`` (the op's reference may be registered later by another plugin)."""
-        b = Backend(name, device, priority, fn, supports or _always)
+                    supports: Callable[..., tuple[bool, str]] | None = None,
+                    tolerance: tuple[float, float] = (1e-5, 1e-4)) -> Backend:
+        """Register a backend of ``op`` (the op's reference may be registered later by another plugin); see
+        :class:`Backend` for the arguments."""
+        b = Backend(name, device, priority, fn, supports or _always, tolerance)
         entry = self._ops.setdefault(op, Op(op))
         entry.backends = [x for x in entry.backends if not (x.name == name and x.device == device)] + [b]
         entry.backends.sort(key=lambda x: -x.priority)

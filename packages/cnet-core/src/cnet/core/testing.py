@@ -187,7 +187,8 @@ def check_op(name: str, *, device: str = "cpu", seed: int = 0) -> dict[str, Chec
     """Run the conformance kit on a registered op.
 
     The reference is gradchecked on its example inputs (complex128, CPU); each backend registered for
-    ``device`` is compared with the reference on the example inputs in complex64 on that device.
+    ``device`` is compared with the reference on the example inputs in complex64 on that device, within the
+    tolerance the backend declared (:class:`cnet.core.registry.Backend`).
 
     Returns:
         ``{"gradcheck": report, "parity:<backend>": report, ...}``.
@@ -221,5 +222,6 @@ def check_op(name: str, *, device: str = "cpu", seed: int = 0) -> dict[str, Chec
         if not ok:
             reports[f"parity:{b.name}"] = CheckReport(False, float("nan"), [f"backend refused the example: {reason}"])
             continue
-        reports[f"parity:{b.name}"] = check_parity(b.fn, op.reference, args, kwargs, seed=seed)
+        atol, rtol = b.tolerance
+        reports[f"parity:{b.name}"] = check_parity(b.fn, op.reference, args, kwargs, atol=atol, rtol=rtol, seed=seed)
     return reports

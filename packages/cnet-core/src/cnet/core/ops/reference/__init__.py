@@ -3,6 +3,10 @@
 These are the oracles every backend is compared with (``cnet.core.testing``). Call them directly to bypass
 dispatch; ``cnet.core.ops.<name>`` dispatches to the best backend. ``EXAMPLES`` maps op names to small
 example-input factories ``(dtype, device, seed) -> (args, kwargs)`` used by ``cnet check-op``.
+
+The one-token step forms for decoding (``born_attention_step``, ``gated_linear_attention_step``,
+``complex_scan_step``, and the ``BornAttentionState`` they carry) are importable from here too; they are not
+registered ops (no backends, no autograd).
 """
 
 import importlib
@@ -11,8 +15,11 @@ from cnet.core.ops.reference.attention import born_attention
 from cnet.core.ops.reference.elementwise import cgelu, complex_dropout, hadamard
 from cnet.core.ops.reference.fourier import causal_dft, dft, idft
 from cnet.core.ops.reference.gla import gated_linear_attention
+from cnet.core.ops.reference.gla import gated_linear_attention_step as gated_linear_attention_step
 from cnet.core.ops.reference.linear import embedding, linear
+from cnet.core.ops.reference.linear_attention import BornAttentionState as BornAttentionState
 from cnet.core.ops.reference.linear_attention import born_attention_linear
+from cnet.core.ops.reference.linear_attention import born_attention_step as born_attention_step
 from cnet.core.ops.reference.loss import born_cross_entropy
 from cnet.core.ops.reference.norm import token_norm
 from cnet.core.ops.reference.pct import (
@@ -29,6 +36,7 @@ from cnet.core.ops.reference.pct import (
 )
 from cnet.core.ops.reference.rotary import rotary
 from cnet.core.ops.reference.scan import complex_scan
+from cnet.core.ops.reference.scan import complex_scan_step as complex_scan_step
 
 __all__ = [
     "dft", "idft", "causal_dft",
