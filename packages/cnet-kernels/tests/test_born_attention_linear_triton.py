@@ -1,6 +1,8 @@
 """The triton backend of born_attention_linear: parity with the reference (outputs and every input gradient), its
 registration and its refusals. On CPU the kernels run in Triton's interpreter (see conftest.py) at small sizes."""
 
+import re
+
 import pytest
 import torch
 
@@ -56,11 +58,61 @@ def test_matches_the_quadratic_form_with_zero_rows():
 
 
 def test_tf32_runs_and_stays_close():
-    # bf16 is checked on the GPU only: Triton's interpreter does not compute bf16 dots
     q, k, v = _inputs(1, 1, 32, 5, 3)
     ref = born_attention_linear(q, k, v, decay=0.95, chunk=8)
     out = born_attention_linear_triton(q, k, v, decay=0.95, chunk=8, precision="tf32", block_t=16)
     assert (out - ref).abs().max() <= 5e-3 * ref.abs().max()
+
+
+def _exact(q, k, v, **kwargs):
+    """The reference in complex128, returned as complex64: the parity error is then the kernels' alone."""
+    return born_attention_linear(*(x.to(torch.complex128) for x in (q, k, v)), **kwargs).to(torch.complex64)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's bf16 path (the GPU test covers CUDA)")
+def test_bf16_compute_is_close_and_really_rounds():
+    # the interpreter's tl.dot multiplies the raw bits of bf16 operands; the kernels round to bf16 and multiply as
+    # fp32 there (the same values), so bf16 has a CPU parity check at a bf16 tolerance
+    args, kwargs = _inputs(1, 2, 48, 17, 6, seed=3), {"eps": 0.1, "decay": 0.9, "chunk": 16}
+    rep = check_parity(_triton("bf16", 16), _exact, args, kwargs)
+    assert rep.max_error < 3e-2, rep.failures
+    ieee = born_attention_linear_triton(*args, **kwargs, precision="ieee", block_t=16)
+    bf16 = born_attention_linear_triton(*args, **kwargs, precision="bf16", block_t=16)
+    assert 1e-4 < ((bf16 - ieee).abs().max() / ieee.abs().max()).item() < 2e-2
+
+
+def _views(fn):
+    """``fn`` on lazy conjugate and negative views of its inputs, its output conjugated (so the backward receives a
+    conjugated gradient)."""
+
+    def run(q, k, v, **kwargs):
+        return fn(q.conj(), k._neg_view(), v.conj()._neg_view(), **kwargs).conj()
+
+    return run
+
+
+def test_conjugate_and_negative_views():
+    q, k, v = _inputs(1, 2, 32, 5, 3, seed=4)
+    kwargs = {"eps": 0.1, "decay": 0.9, "chunk": 8}
+    assert supports_triton(q.conj(), k._neg_view(), v.conj()._neg_view(), **kwargs) == (True, "")
+    rep = check_parity(_views(_triton("ieee", 16)), _views(born_attention_linear), [q, k, v], kwargs, atol=2e-5,
+                       rtol=1e-4)
+    rep.raise_if_failed()
+
+
+@pytest.mark.parametrize("decay", [1e-50, 5e-324, torch.tensor([1e-50, 0.5], dtype=torch.float64)])
+def test_decay_zero_in_float32_keeps_only_the_current_token(decay):
+    # rates that are 0 in float32: log2 = -inf, clamped so that lag 0 weighs 1 and older tokens 0 (the reference's
+    # gamma^0 = 1), without 0 * -inf = NaN in outputs or gradients
+    q, k, v = _inputs(1, 2, 40, 5, 3, seed=5)
+    kwargs = {"decay": decay.to(DEVICE) if isinstance(decay, torch.Tensor) else decay, "chunk": 8}
+    rep = check_parity(_triton("ieee", 16), born_attention_linear, [q, k, v], kwargs, atol=2e-5, rtol=1e-4)
+    rep.raise_if_failed()
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    out = born_attention_linear_triton(*leaves, **kwargs, precision="ieee", block_t=16)
+    grads = torch.autograd.grad(out.abs().square().sum(), leaves)
+    assert all(torch.isfinite(torch.view_as_real(x)).all() for x in (out, *grads))
+    torch.testing.assert_close(out[:, 0].detach(), v[:, 0])  # head 0: gamma = 0, each token sees itself only
 
 
 def test_registered_for_cuda_with_priority_20():
@@ -109,20 +161,25 @@ def test_supports_refuses_with_a_reason(kwargs, reason, rejected):
         born_attention_linear_triton(q, k, v, **kwargs)
 
 
-@pytest.mark.parametrize("change, reason", [
-    (lambda q, k, v: (q.to(torch.complex128), k.to(torch.complex128), v.to(torch.complex128)),
+@pytest.mark.parametrize("change, error, reason", [
+    (lambda q, k, v: (q.to(torch.complex128), k.to(torch.complex128), v.to(torch.complex128)), TypeError,
      "dtype torch.complex128 is not implemented by the triton backend"),
-    (lambda q, k, v: (q, k, v.to(torch.complex128)), "must share one dtype"),
-    (lambda q, k, v: (q, k.real, v), "argument 'k' must be a complex tensor"),
-    (lambda q, k, v: (q, k[:, :, :2], v), "arguments must have the same shape"),
-    (lambda q, k, v: (q, k, v[0]), "argument 'v' must be c[B, H, T, D] (4 dims)"),
-    (lambda q, k, v: (q, k, torch.cat([v] * 22, dim=-1)),
+    (lambda q, k, v: (q, k, v.to(torch.complex128)), TypeError, "must share one dtype"),
+    (lambda q, k, v: (q, k.real, v), TypeError, "argument 'k' must be a complex tensor"),
+    (lambda q, k, v: (q, k[:, :, :2], v), ValueError, "arguments must have the same shape, got q=(1, 2, 4, 3), "
+     "k=(1, 2, 2, 3)"),
+    (lambda q, k, v: (q, k, v[0]), ValueError, "argument 'v' must be c[B, H, T, D] (4 dims), got shape (2, 4, 3)"),
+    (lambda q, k, v: (q, k, torch.cat([v] * 22, dim=-1)), ValueError,
      "head dims D=3, Dv=66 beyond D <= 128, Dv <= 64 is not implemented"),
-    (lambda q, k, v: (q[:, :, :0], k[:, :, :0], v[:, :, :0]), "empty inputs"),
+    (lambda q, k, v: (q[:, :, :0], k[:, :, :0], v[:, :, :0]), ValueError, "empty inputs"),
 ])
-def test_supports_refuses_dtypes_shapes_and_sizes(change, reason):
-    ok, why = supports_triton(*change(*_inputs(1, 2, 4, 3, 3)), chunk=2)
+def test_supports_refuses_dtypes_shapes_and_sizes(change, error, reason):
+    # dtype problems raise TypeError, shape and size problems ValueError (as the other Triton backends)
+    args = change(*_inputs(1, 2, 4, 3, 3))
+    ok, why = supports_triton(*args, chunk=2)
     assert not ok and reason in why
+    with pytest.raises(error, match=f"^born_attention_linear_triton: .*{re.escape(reason)}"):
+        born_attention_linear_triton(*args, chunk=2)
 
 
 @pytest.mark.parametrize("kwargs, match", [

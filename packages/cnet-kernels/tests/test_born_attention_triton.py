@@ -95,7 +95,40 @@ def test_conjugated_and_strided_inputs():
     q, k, v = _inputs(1, 2, 18, 6, 4, seed=6)
     args = [q.conj()[..., ::2], k[..., 1::2], v.transpose(2, 3).contiguous().transpose(2, 3)]
     assert args[0].is_conj() and not any(x.is_contiguous() for x in args)
-    _parity(args, {"causal": True})
+    _parity(args, {"causal": True})  # check_parity's leaves are clones: the conjugate bit is resolved there
+
+
+def _views(fn):
+    """``fn`` on lazy negative and conjugate views of its inputs (made from check_parity's leaves, whose clones drop
+    the bits), its output conjugated (so the backward receives a conjugated gradient)."""
+
+    def run(q, k, v, **kwargs):
+        return fn(q._neg_view(), k.conj()._neg_view(), v.conj(), **kwargs).conj()
+
+    return run
+
+
+@interpreter
+@pytest.mark.parametrize("kwargs", [{"causal": True, "decay": 0.9}, {"causal": False}])
+def test_negative_and_conjugate_views(kwargs):
+    q, k, v = _inputs(1, 2, 18, 5, 4, seed=6)
+    assert supports_triton(q._neg_view(), k.conj()._neg_view(), v.conj(), **kwargs) == (True, "")
+    check_parity(_views(_with("ieee")), _views(_exact), [q, k, v], kwargs, atol=5e-5, rtol=1e-4).raise_if_failed()
+
+
+@interpreter
+@pytest.mark.parametrize("decay", [1e-50, 5e-324, torch.tensor([0.5, 1e-50], dtype=torch.float64)])
+def test_decay_zero_in_float32_keeps_only_the_current_token(decay):
+    # rates that are 0 in float32: log2 = -inf, clamped so that lag 0 weighs 1 and older keys 0 (the reference's
+    # gamma^0 = 1), without 0 * -inf = NaN in outputs or gradients
+    q, k, v = _inputs(1, 2, 20, 3, 3, seed=3)
+    check_parity(_with("ieee"), born_attention, [q, k, v], {"decay": decay}, atol=5e-5,
+                 rtol=1e-4).raise_if_failed()
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    out = born_attention_triton(*leaves, decay=decay, precision="ieee")
+    grads = torch.autograd.grad(out.abs().square().sum(), leaves)
+    assert all(torch.isfinite(torch.view_as_real(x)).all() for x in (out, *grads))
+    torch.testing.assert_close(out[:, 1].detach(), v[:, 1])  # head 1: gamma = 0, each query sees its own key only
 
 
 @interpreter

@@ -2,6 +2,7 @@
 registration. CPU tests run the kernels in Triton's interpreter at small odd sizes; ``gpu`` tests at real sizes."""
 
 import math
+import re
 
 import pytest
 import torch
@@ -114,34 +115,65 @@ def test_registered_for_cuda_and_reference_runs_on_cpu():
     assert name == "reference"
 
 
-_BAD = [  # (change of (a, b, initial_state, return_state), start of the reason)
-    (lambda a, b, h, r: (a.real, b, h, r), "argument 'a' is not a complex64/complex128 tensor (got torch.float64)"),
-    (lambda a, b, h, r: (a, b.tolist(), h, r), "argument 'b' is not a complex64/complex128 tensor (got list)"),
-    (lambda a, b, h, r: (a, b.to(torch.complex64), h, r), "a and b are not c[B, T, ...] of one shape and dtype"),
-    (lambda a, b, h, r: (a, b[:, :2], h, r), "a and b are not c[B, T, ...] of one shape and dtype"),
-    (lambda a, b, h, r: (a[0, 0], b[0, 0], h, r), "a and b are not c[B, T, ...] of one shape and dtype"),
-    (lambda a, b, h, r: (a, b, h.to(torch.complex64), r), "argument 'initial_state' is not a torch.complex128"),
-    (lambda a, b, h, r: (a, b, h.real, r), "argument 'initial_state' is not a torch.complex128"),
-    (lambda a, b, h, r: (a, b, h[:, :1], r), "argument 'initial_state' is not c[B, ...]"),
-    (lambda a, b, h, r: (a, b, h, 1), "argument 'return_state' is not a bool (got int)"),
+_BAD = [  # (change of (a, b, initial_state, return_state), the error the reference raises, start of its message)
+    (lambda a, b, h, r: (a.real, b, h, r), TypeError, "argument 'a' must be a complex tensor"),
+    (lambda a, b, h, r: (a, b.tolist(), h, r), TypeError, "argument 'b' must be a complex torch.Tensor, got list"),
+    (lambda a, b, h, r: (a, b.to(torch.complex64), h, r), TypeError, "'a' and 'b' must share one dtype"),
+    (lambda a, b, h, r: (a, b[:, :2], h, r), ValueError, "arguments must have the same shape, got a=(2, 5, 3), "
+     "b=(2, 2, 3)"),
+    (lambda a, b, h, r: (a[0, 0], b[0, 0], h, r), ValueError, "argument 'a' must be c[B, T, ...], got shape (3,)"),
+    (lambda a, b, h, r: (a[:, :0], b[:, :0], h, r), ValueError, "argument 'a' has no time steps (T=0)"),
+    (lambda a, b, h, r: (a, b, h.to(torch.complex64), r), TypeError, "argument 'initial_state' must have dtype "
+     "torch.complex128"),
+    (lambda a, b, h, r: (a, b, h.real, r), TypeError, "argument 'initial_state' must be a complex tensor"),
+    (lambda a, b, h, r: (a, b, h[:, :1], r), ValueError, "argument 'initial_state' must be c[B, ...] of shape (2, 3), "
+     "got (2, 1)"),
+    (lambda a, b, h, r: (a, b, h, 1), TypeError, "argument 'return_state' must be a bool, got int"),
 ]
 
 
-@pytest.mark.parametrize("change, reason", _BAD)
-def test_supports_refuses_what_the_reference_rejects(change, reason):
+@pytest.mark.parametrize("change, error, reason", _BAD)
+def test_supports_refuses_what_the_reference_rejects_with_its_error(change, error, reason):
+    # dispatch hands the call to the reference, which raises; called directly the backend raises the same type
     args = change(*_inputs((2, 5, 3), torch.complex128), False)
-    ok, why = supports_triton(*args)
-    assert not ok and why.startswith(reason)
-    with pytest.raises((TypeError, ValueError)):
+    with pytest.raises(error) as exc:
         complex_scan(*args)
-    with pytest.raises(ValueError, match="^complex_scan_triton: "):
+    assert str(exc.value).startswith(f"complex_scan: {reason}")
+    assert supports_triton(*args) == (False, str(exc.value))
+    with pytest.raises(error, match=f"^complex_scan_triton: {re.escape(reason)}"):
         complex_scan_triton(*args)
 
 
 def test_supports_refuses_empty_inputs_and_accepts_good_ones():
     a, b, h0 = _inputs((2, 5, 3), torch.complex64)
-    assert supports_triton(a[:, :, :0], b[:, :, :0]) == (False, "empty input of shape (2, 5, 0)")
+    reason = ("the triton backend takes non-empty inputs only: argument 'a' must be c[B, T, ...] with no zero dim, "
+              "got shape (2, 5, 0)")
+    assert supports_triton(a[:, :, :0], b[:, :, :0]) == (False, f"complex_scan: {reason}")
+    with pytest.raises(ValueError, match=f"^complex_scan_triton: {re.escape(reason)}"):
+        complex_scan_triton(a[:, :, :0], b[:, :, :0])
     assert supports_triton(a, b, h0, True) == (True, "")  # CPU accepted under the interpreter (conftest)
+
+
+def _views(fn):
+    """``fn`` on lazy negative and conjugate views of its inputs (a kernel reading raw memory would see the
+    unnegated, unconjugated data), its outputs conjugated (so the backward receives conjugated gradients)."""
+
+    def run(a, b, h0, **kwargs):
+        out = fn(a._neg_view(), b.conj(), h0.conj()._neg_view(), **kwargs)
+        return tuple(x.conj() for x in out)
+
+    return run
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_negative_and_conjugate_views(nan_empty, dtype):
+    a, b, h0 = _inputs((2, 11, 3), dtype, seed=8)
+    views = (a._neg_view(), b.conj(), h0.conj()._neg_view())
+    assert views[0].is_neg() and views[1].is_conj() and views[2].is_conj() and views[2].is_neg()
+    assert supports_triton(*views) == (True, "")
+    rep = check_parity(_views(complex_scan_triton), _views(complex_scan), [a, b, h0], {"return_state": True},
+                       **_TOL[dtype])
+    rep.raise_if_failed()
 
 
 @pytest.mark.gpu

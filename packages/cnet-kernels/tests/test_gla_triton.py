@@ -3,12 +3,13 @@ initial state and through the returned state), its refusals and registration. CP
 Triton's interpreter at small odd sizes; ``gpu`` tests at real sizes."""
 
 import math
+import re
 
 import pytest
 import torch
 
 import cnet.core.ops
-from cnet.core.ops.reference import gated_linear_attention
+from cnet.core.ops.reference import gated_linear_attention, gated_linear_attention_step
 from cnet.core.plugins import registries
 from cnet.core.testing import check_parity
 from cnet.kernels.gated_linear_attention import (
@@ -66,41 +67,121 @@ def test_registered_for_cuda_and_reference_runs_on_cpu():
     assert registries().ops.select("gated_linear_attention", (q, k, v, g), {})[0] == "reference"
 
 
-_BAD = [  # (change of (q, k, v, g, initial_state, return_state), start of the reason, reference raises)
-    (lambda q, k, v, g, s, r: (q.to(torch.complex128), k, v, g, s, r),
-     "argument 'q' is not a complex64 tensor (got torch.complex128)", True),
-    (lambda q, k, v, g, s, r: (q, k.real, v, g, s, r), "argument 'k' is not a complex64 tensor (got torch.float32)",
-     True),
-    (lambda q, k, v, g, s, r: (q, k, v[:, :, :2], g, s, r), "shapes are not q, k c[B, H, T, D]", True),
-    (lambda q, k, v, g, s, r: (q, k[..., :1], v, g, s, r), "shapes are not q, k c[B, H, T, D]", True),
-    (lambda q, k, v, g, s, r: (q[0], k[0], v[0], g[0], s, r), "shapes are not q, k c[B, H, T, D]", True),
-    (lambda q, k, v, g, s, r: (q, k, v, g.double(), s, r), "argument 'g' is not a float32 r[B, H, T] tensor", True),
-    (lambda q, k, v, g, s, r: (q, k, v, g[..., :2], s, r), "argument 'g' is not a float32 r[B, H, T] tensor", True),
-    (lambda q, k, v, g, s, r: (q, k, v, g.tolist(), s, r), "argument 'g' is not a float32 r[B, H, T] tensor", True),
-    (lambda q, k, v, g, s, r: (q, k, v, g, s[..., :1], r), "argument 'initial_state' is not a complex64", True),
-    (lambda q, k, v, g, s, r: (q, k, v, g, s.real, r), "argument 'initial_state' is not a complex64", True),
-    (lambda q, k, v, g, s, r: (q, k, v, g, s, "yes"), "argument 'return_state' is not a bool (got str)", True),
-    (lambda q, k, v, g, s, r: (q[:, :, :0], k[:, :, :0], v[:, :, :0], g[:, :, :0], s, r), "empty input", True),
+_REJECTED = [  # (change of (q, k, v, g, initial_state, return_state), the error the reference raises, its message)
+    (lambda q, k, v, g, s, r: (q.to(torch.complex128), k, v, g, s, r), TypeError,
+     "'q', 'k' and 'v' must share one dtype, got torch.complex128, torch.complex64, torch.complex64"),
+    (lambda q, k, v, g, s, r: (q, k.real, v, g, s, r), TypeError, "argument 'k' must be a complex tensor"),
+    (lambda q, k, v, g, s, r: (q, k, v[:, :, :2], g, s, r), ValueError,
+     "argument 'v' must match 'q' in [B, H, T] (only D may differ), got q=(1, 2, 5, 3), v=(1, 2, 2, 2)"),
+    (lambda q, k, v, g, s, r: (q, k[..., :1], v, g, s, r), ValueError,
+     "arguments must have the same shape, got q=(1, 2, 5, 3), k=(1, 2, 5, 1)"),
+    (lambda q, k, v, g, s, r: (q[0], k[0], v[0], g[0], s, r), ValueError,
+     "argument 'q' must be c[B, H, T, D] (4 dims), got shape (2, 5, 3)"),
+    (lambda q, k, v, g, s, r: (q, k, v, g.double(), s, r), TypeError,
+     "argument 'g' must have dtype torch.float32 to match torch.complex64, got torch.float64"),
+    (lambda q, k, v, g, s, r: (q, k, v, g.double(), None, r), TypeError,
+     "argument 'g' must have dtype torch.float32 to match torch.complex64, got torch.float64"),
+    (lambda q, k, v, g, s, r: (q, k, v, g[..., :2], s, r), ValueError,
+     "argument 'g' must be r[1, 2, 5] (q's shape without D), got (1, 2, 2)"),
+    (lambda q, k, v, g, s, r: (q, k, v, g[..., :2], None, r), ValueError,
+     "argument 'g' must be r[1, 2, 5] (q's shape without D), got (1, 2, 2)"),
+    (lambda q, k, v, g, s, r: (q, k, v, g.tolist(), None, r), TypeError,
+     "argument 'g' must be a real floating tensor of gate logits, got list"),
+    (lambda q, k, v, g, s, r: (q, k, v, g.to(torch.int32), None, r), TypeError,
+     "argument 'g' must be a real floating tensor of gate logits, got torch.int32"),
+    (lambda q, k, v, g, s, r: (q, k, v, g, s[..., :1], r), ValueError,
+     "argument 'initial_state' must be c[B, H, D, Dv]=(1, 2, 3, 2), got (1, 2, 3, 1)"),
+    (lambda q, k, v, g, s, r: (q, k, v, g, s.real, r), TypeError, "argument 'initial_state' must be a complex tensor"),
+    (lambda q, k, v, g, s, r: (q, k, v, g, s.to(torch.complex128), r), TypeError,
+     "argument 'initial_state' must have dtype torch.complex64, got torch.complex128"),
+    (lambda q, k, v, g, s, r: (q, k, v, g, s, "yes"), TypeError, "argument 'return_state' must be a bool, got str"),
+    (lambda q, k, v, g, s, r: (q[:, :, :0], k[:, :, :0], v[:, :, :0], g[:, :, :0], s, r), ValueError,
+     "the inputs have no tokens (T=0), q=(1, 2, 0, 3)"),
 ]
 
 
-@pytest.mark.parametrize("change, reason, reference_raises", _BAD)
-def test_supports_refuses_what_the_reference_rejects(change, reason, reference_raises):
+@pytest.mark.parametrize("change, error, reason", _REJECTED)
+def test_supports_refuses_what_the_reference_rejects_with_its_error(change, error, reason):
+    # dispatch hands the call to the reference, which raises; called directly the backend raises the same type,
+    # dtype problems as TypeError and shape problems as ValueError, naming the argument, layout and shape received
     args = change(*_inputs(1, 2, 5, 3, 2), False)
-    ok, why = supports_triton(*args)
-    assert not ok and why.startswith(reason), why
-    if reference_raises:
-        with pytest.raises((TypeError, ValueError)):
-            gated_linear_attention(*args)
-    with pytest.raises(ValueError, match="^gated_linear_attention_triton: "):
+    with pytest.raises(error) as exc:
+        gated_linear_attention(*args)
+    assert str(exc.value).startswith(f"gated_linear_attention: {reason}"), str(exc.value)
+    assert supports_triton(*args) == (False, str(exc.value))
+    with pytest.raises(error, match=f"^gated_linear_attention_triton: {re.escape(reason)}"):
+        gated_linear_attention_triton(*args)
+
+
+_UNSUPPORTED = [  # (change of (q, k, v, g, initial_state), error, message): the reference runs these
+    (lambda q, k, v, g, s: (q.to(torch.complex128), k.to(torch.complex128), v.to(torch.complex128), g.double(),
+                            s.to(torch.complex128)), TypeError,
+     "the triton backend takes complex64 q, k, v (and float32 g) only, got torch.complex128"),
+    (lambda q, k, v, g, s: (q[..., :0], k[..., :0], v, g, s[:, :, :0]), ValueError,
+     "the triton backend takes non-empty inputs only: q, k c[B, H, T, D] and v c[B, H, T, Dv] with no zero dim, "
+     "got q=(1, 2, 5, 0), v=(1, 2, 5, 2)"),
+]
+
+
+@pytest.mark.parametrize("change, error, reason", _UNSUPPORTED)
+def test_refuses_what_only_the_kernels_cannot_take(change, error, reason):
+    args = change(*_inputs(1, 2, 5, 3, 2))
+    gated_linear_attention(*args)  # the reference takes them
+    assert supports_triton(*args) == (False, f"gated_linear_attention: {reason}")
+    with pytest.raises(error, match=f"^gated_linear_attention_triton: {re.escape(reason)}"):
         gated_linear_attention_triton(*args)
 
 
 def test_supports_refuses_wide_heads_which_the_reference_takes():
     q, k, v, g, _ = _inputs(1, 1, 3, MAX_D + 1, 2)
-    assert supports_triton(q, k, v, g) == (False, f"head width D={MAX_D + 1} > {MAX_D}")
+    assert supports_triton(q, k, v, g) == (
+        False, f"gated_linear_attention: the triton backend takes head widths D <= {MAX_D} (q, k c[B, H, T, D]), "
+        f"got D={MAX_D + 1} in q=(1, 1, 3, {MAX_D + 1})")
     assert gated_linear_attention(q, k, v, g).shape == v.shape
     assert supports_triton(*_inputs(1, 1, 3, MAX_D, 2)) == (True, "")
+
+
+def _views(fn):
+    """``fn`` on lazy conjugate and negative views of its inputs (``g`` too: its raw memory holds ``-g``), its
+    outputs conjugated (so the backward receives conjugated gradients)."""
+
+    def run(q, k, v, g, s0, **kwargs):
+        out = fn(q.conj(), k._neg_view(), v.conj()._neg_view(), (-g)._neg_view(), s0.conj(), **kwargs)
+        return tuple(x.conj() for x in out)
+
+    return run
+
+
+def test_conjugate_and_negative_views(nan_empty):
+    q, k, v, g, s0 = _inputs(1, 2, 21, 3, 4, seed=6)
+    views = (q.conj(), k._neg_view(), v.conj()._neg_view(), (-g)._neg_view(), s0.conj())
+    assert supports_triton(*views) == (True, "")
+    rep = check_parity(_views(gated_linear_attention_triton), _views(gated_linear_attention), [q, k, v, g, s0],
+                       {"return_state": True}, **_TOL)
+    rep.raise_if_failed()
+
+
+def test_minus_infinity_gates_reset_the_state(nan_empty):
+    # a logit of -inf (what a mask produces) wipes the state: sigma = 0 exactly, as in the reference and the step
+    # form; at t = 0 (the initial state), mid-chunk, a run across a chunk boundary (chunks of 16 in the
+    # interpreter) and the last token; -1e6 is as good as -inf in float32
+    q, k, v, g, s0 = _inputs(1, 2, 37, 3, 4, seed=7)
+    inf = float("inf")
+    g[0, 0, 0], g[0, 0, 9], g[0, 0, 36] = -inf, -inf, -inf
+    g[0, 1, 13:20] = -inf
+    g[0, 1, 30] = -1e6
+    rep = check_parity(gated_linear_attention_triton, gated_linear_attention, [q, k, v, g, s0],
+                       {"return_state": True}, **_TOL)
+    rep.raise_if_failed()
+    leaves = [x.clone().requires_grad_() for x in (q, k, v, g, s0)]
+    out, state = gated_linear_attention_triton(*leaves, return_state=True)
+    grads = torch.autograd.grad(out.abs().square().sum() + state.abs().sum(), leaves)
+    assert all(torch.isfinite(torch.view_as_real(x) if x.is_complex() else x).all() for x in (out, state, *grads))
+    assert torch.equal(grads[3][g.isinf()], torch.zeros(int(g.isinf().sum())))  # sigma'(-inf) = 0
+    state = s0
+    for t in range(g.shape[-1]):
+        o, state = gated_linear_attention_step(q[:, :, t], k[:, :, t], v[:, :, t], g[:, :, t], state)
+        torch.testing.assert_close(out[:, :, t].detach(), o, **_TOL)
 
 
 def test_unknown_precision_is_an_error():
@@ -180,7 +261,8 @@ def test_parity_on_gpu_at_16k_tokens_against_the_segmented_reference():
 def test_wider_heads_run_on_the_reference_on_gpu():
     q, k, v, g, s0 = _inputs(1, 2, 40, 64, 64, device="cuda")
     ok, why = supports_triton(q, k, v, g, s0)
-    assert not ok and why.startswith(f"head width D=64 > {CUDA_MAX_D} on CUDA"), why
+    assert not ok and why.startswith(f"gated_linear_attention: the triton backend takes head widths D <= {CUDA_MAX_D} "
+                                     "on CUDA"), why
     assert registries().ops.select("gated_linear_attention", (q, k, v, g, s0), {})[0] == "reference"
     with pytest.raises(ValueError, match="illegal memory access"):
         gated_linear_attention_triton(q, k, v, g, s0)

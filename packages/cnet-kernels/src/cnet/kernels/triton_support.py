@@ -12,12 +12,19 @@ import os
 
 import torch
 
-__all__ = ["interpreting", "triton_problem"]
+__all__ = ["interpreting", "resolved", "triton_problem"]
 
 
 def interpreting() -> bool:
     """True when Triton runs kernels in its CPU interpreter (``TRITON_INTERPRET=1``)."""
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def resolved(x: torch.Tensor | None) -> torch.Tensor | None:
+    """``x`` with its conjugate and negative bits applied (a copy when either is set, ``x`` itself otherwise;
+    differentiable). A kernel reads a tensor's raw memory, which a lazy ``x.conj()`` or ``x._neg_view()`` leaves
+    unchanged, and ``torch.view_as_real`` refuses conjugated views: every tensor bound for a kernel passes here."""
+    return None if x is None else x.resolve_conj().resolve_neg()
 
 
 @functools.cache

@@ -40,6 +40,10 @@ __all__ = ["born_attention_triton", "supports_triton", "PRECISION", "PRECISIONS"
 PRECISIONS = ("tf32", "ieee", "bf16")
 PRECISION = "tf32"  # the compute precision of dispatched calls; one of PRECISIONS (see the module docstring)
 MAX_HEAD_DIM = 128  # complex head dims above this leave too few registers for a row block; planar/reference run
+# log2 of the decay is clamped to >= this: a rate that is 0 in float32 (1e-50, 5e-324) has log2 = -inf, and the
+# kernels' lag-0 weight exp2(0 * -inf) would be NaN. Every positive float32 has log2 >= -149, so only such rates
+# change, and with the floor lag 0 weighs exactly 1 and every lag >= 1 underflows to 0, as the reference's 0^lag.
+LOG2_DECAY_FLOOR = -256.0
 
 
 def _validate(where: str, q, k, v, causal, eps, decay) -> torch.Tensor | None:
@@ -136,5 +140,5 @@ def born_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cau
     if precision not in PRECISIONS:
         raise ValueError(f"{where}: argument 'precision' (or triton_quadratic.PRECISION) must be one of "
                          f"{', '.join(map(repr, PRECISIONS))}, got {precision!r}")
-    log2g = None if gamma is None else torch.log2(gamma.double()).float()
+    log2g = None if gamma is None else torch.log2(gamma.double()).clamp(min=LOG2_DECAY_FLOOR).float()
     return _BornAttentionTriton.apply(q, k, v, causal, float(eps), log2g, precision)

@@ -25,9 +25,13 @@ __all__ = ["sweep_forward", "intra_forward", "sweep_grad_q", "sweep_grad_kv", "i
 
 @triton.jit
 def _mm(a, b, PREC: tl.constexpr):
-    """``a @ b`` with fp32 accumulation; operands in bf16 (``PREC == "bf16"``) or fp32 at ``input_precision``."""
+    """``a @ b`` with fp32 accumulation; operands in bf16 (``PREC == "bf16"``) or fp32 at ``input_precision``.
+    ``"bf16-upcast"`` (interpreter only): operands rounded to bf16 and multiplied as fp32 (the same values, exact
+    products), because the interpreter's ``tl.dot`` multiplies the raw bits of bf16 operands."""
     if PREC == "bf16":
         return tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16))
+    elif PREC == "bf16-upcast":
+        return tl.dot(a.to(tl.bfloat16).to(tl.float32), b.to(tl.bfloat16).to(tl.float32), input_precision="ieee")
     else:
         return tl.dot(a, b, input_precision=PREC)
 

@@ -48,14 +48,18 @@ import triton
 
 from cnet.core.ops.reference.attention import _check_inputs, _decay_rates
 from cnet.kernels.born_attention_linear import kernels
-from cnet.kernels.triton_support import triton_problem
+from cnet.kernels.triton_support import interpreting, resolved, triton_problem
 
-__all__ = ["born_attention_linear_triton", "supports_triton", "PRECISIONS", "MAX_D", "MAX_DV"]
+__all__ = ["born_attention_linear_triton", "supports_triton", "PRECISIONS", "MAX_D", "MAX_DV", "LOG2_DECAY_FLOOR"]
 
 WHERE = "born_attention_linear_triton"
 PRECISIONS = ("tf32", "bf16", "ieee")
 MAX_D = 128  # head dim of q and k
 MAX_DV = 64  # head dim of v: the state slice 16 x 16 x 2 Dv fp32 stays in registers
+# log2 gamma is clamped to >= this: a rate that is 0 in float32 (1e-50, 5e-324) has log2 = -inf and the kernels'
+# lag-0 weight exp2(0 * -inf) would be NaN. Every positive float32 has log2 >= -149, so only such rates change; with
+# the floor lag 0 weighs exactly 1 and every lag >= 1 (and the chunk carry) underflows to 0, as the reference's 0^lag.
+LOG2_DECAY_FLOOR = -256.0
 _TILE = 16  # BD, the side of a feature tile
 _VALUE_BLOCK = 64  # VB, most value plane columns per sweep program (state slice BD^2 x VB fp32 in registers)
 
@@ -77,8 +81,8 @@ def _validate(q, k, v, eps, decay, chunk, initial_state, return_state) -> torch.
     """Run the reference's argument checks and this backend's limits; return ``log2 gamma`` ``r[H]`` (fp32).
 
     Raises:
-        TypeError, ValueError: as :func:`cnet.core.ops.reference.born_attention_linear`; and ValueError for what
-            this backend does not implement (the message says so).
+        TypeError, ValueError: as :func:`cnet.core.ops.reference.born_attention_linear`; and for what this backend
+            does not implement (the message says so): TypeError for a dtype other than complex64, ValueError else.
     """
     _check_inputs(WHERE, q, k, v, eps)
     if isinstance(chunk, bool) or not isinstance(chunk, int):
@@ -96,18 +100,20 @@ def _validate(q, k, v, eps, decay, chunk, initial_state, return_state) -> torch.
     if return_state:
         raise ValueError(f"{WHERE}: argument 'return_state=True' {unsupported}")
     if q.dtype != torch.complex64:
-        raise ValueError(f"{WHERE}: dtype {q.dtype} {unsupported}; it takes complex64")
+        raise TypeError(f"{WHERE}: dtype {q.dtype} {unsupported}; it takes complex64 q, k, v")
     if q.shape[-1] > MAX_D or v.shape[-1] > MAX_DV:
         raise ValueError(f"{WHERE}: head dims D={q.shape[-1]}, Dv={v.shape[-1]} beyond D <= {MAX_D}, Dv <= {MAX_DV} "
-                         f"{unsupported}")
+                         f"{unsupported} (q, k c[B, H, T, D], v c[B, H, T, Dv]; got q={tuple(q.shape)}, "
+                         f"v={tuple(v.shape)})")
     if q.numel() == 0 or v.numel() == 0:
-        raise ValueError(f"{WHERE}: empty inputs (q {tuple(q.shape)}, v {tuple(v.shape)}) {unsupported}")
+        raise ValueError(f"{WHERE}: empty inputs (q {tuple(q.shape)}, v {tuple(v.shape)}) {unsupported}: it takes "
+                         "q, k c[B, H, T, D] and v c[B, H, T, Dv] with no zero dim")
     problem = triton_problem(q=q, k=k, v=v)
     if problem:
         raise ValueError(f"{WHERE}: {problem}")
     if gamma is None:
         return q.real.new_zeros(q.shape[1])
-    return torch.log2(gamma.float())
+    return torch.log2(gamma.float()).clamp(min=LOG2_DECAY_FLOOR)
 
 
 def supports_triton(q, k, v, eps=0.0, decay=None, chunk=64, initial_state=None, return_state=False):
@@ -123,7 +129,7 @@ def supports_triton(q, k, v, eps=0.0, decay=None, chunk=64, initial_state=None, 
 
 
 def _planes(x: torch.Tensor) -> torch.Tensor:
-    return torch.view_as_real(x.contiguous())
+    return torch.view_as_real(resolved(x).contiguous())
 
 
 def _sweep_launch(d: int, dv: int, b: int, h: int, block_t: int, prec: str, device):
@@ -164,7 +170,7 @@ class _BornLinearTriton(torch.autograd.Function):
         b, h, t, d = q.shape
         dv = v.shape[-1]
         prec, block_t = ctx.prec, ctx.block_t
-        g = grad_out.to(torch.complex64)
+        g = resolved(grad_out).to(torch.complex64)
         gu = _planes(g / n[..., None])
         gn = -(g.conj() * out).real.sum(-1) / n
         qp, kp, vp = _planes(q), _planes(k), _planes(v)
@@ -204,9 +210,9 @@ def born_attention_linear_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
         ``c[B, H, T, Dv]`` complex64.
 
     Raises:
-        TypeError, ValueError: what the reference raises for bad arguments; ValueError for ``initial_state``,
-            ``return_state=True``, complex128, ``D > MAX_D``, ``Dv > MAX_DV``, empty inputs, inputs not on one CUDA
-            device, an unknown ``precision`` or a bad ``block_t``.
+        TypeError, ValueError: what the reference raises for bad arguments; TypeError for complex128 inputs;
+            ValueError for ``initial_state``, ``return_state=True``, ``D > MAX_D``, ``Dv > MAX_DV``, empty inputs,
+            inputs not on one CUDA device, an unknown ``precision`` or a bad ``block_t``.
     """
     lg = _validate(q, k, v, eps, decay, chunk, initial_state, return_state)
     prec = precision if precision is not None else os.environ.get("CNET_BORN_LINEAR_PRECISION", "tf32")
@@ -214,5 +220,8 @@ def born_attention_linear_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
         raise ValueError(f"{WHERE}: argument 'precision' must be one of {PRECISIONS}, got {prec!r}")
     if isinstance(block_t, bool) or not isinstance(block_t, int) or block_t < 16 or block_t & (block_t - 1):
         raise ValueError(f"{WHERE}: argument 'block_t' must be a power of two >= 16, got {block_t!r}")
+    if prec == "bf16" and interpreting():
+        prec = "bf16-upcast"  # the interpreter's tl.dot multiplies the raw bits of bf16 operands (kernels._mm)
+    q, k, v = resolved(q), resolved(k), resolved(v)  # the kernels read raw memory (view_as_real refuses conj views)
     return _BornLinearTriton.apply(q, k, v, lg.to(device=q.device, dtype=torch.float32).contiguous(), float(eps),
                                    prec, block_t)

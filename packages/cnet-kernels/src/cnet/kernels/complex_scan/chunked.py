@@ -14,13 +14,14 @@ import math
 import torch
 import triton
 
+from cnet.core.ops.reference.scan import _check_scan
+from cnet.core.validation import require_complex, require_same_shape
 from cnet.kernels.born_attention import triton_kernels as _born_kernels  # its AUTOTUNE: CNET_TRITON_AUTOTUNE
 from cnet.kernels.complex_scan.kernels import scan_bwd_kernel, scan_fwd_kernel
-from cnet.kernels.triton_support import interpreting, triton_problem
+from cnet.kernels.triton_support import interpreting, resolved, triton_problem
 
 __all__ = ["complex_scan_triton", "supports_triton"]
 
-_DTYPES = (torch.complex64, torch.complex128)
 _INTERPRETER_BLOCK = {"BLOCK_T": 8, "BLOCK_C": 16, "PREFETCH": True}
 # Few warps per program: the whole problem has only B * C channels, so programs are few and each must keep many rows
 # in flight to cover memory latency. BLOCK_C < 32 spreads a block's rows over 32 / BLOCK_C lanes (more programs,
@@ -73,7 +74,7 @@ class _TritonScan(torch.autograd.Function):
     def backward(ctx, grad_h, grad_last):
         a, h, h0 = ctx.saved_tensors
         batch, steps, channels = a.shape
-        grad_h, grad_last = grad_h.contiguous(), grad_last.contiguous()
+        grad_h, grad_last = resolved(grad_h).contiguous(), resolved(grad_last).contiguous()
         grad_a, grad_b = torch.empty_like(a), torch.empty_like(a)
         grad_h0 = None if h0 is None else torch.empty_like(h0)
         real = torch.view_as_real
@@ -83,28 +84,28 @@ class _TritonScan(torch.autograd.Function):
         return grad_a, grad_b, grad_h0
 
 
-def _argument_problem(a, b, initial_state, return_state) -> str:
-    """Why the Triton scan cannot take these arguments, whatever their device ("" when it can).
-
-    Everything the reference rejects is refused, so dispatch hands such calls to the reference, which raises.
-    """
-    for name, t in (("a", a), ("b", b)):
-        if not isinstance(t, torch.Tensor) or t.dtype not in _DTYPES:
-            got = t.dtype if isinstance(t, torch.Tensor) else type(t).__name__
-            return f"argument {name!r} is not a complex64/complex128 tensor (got {got})"
-    if a.dim() < 2 or a.shape != b.shape or a.dtype != b.dtype:
-        return "a and b are not c[B, T, ...] of one shape and dtype (validated by the reference)"
-    if a.numel() == 0:
-        return f"empty input of shape {tuple(a.shape)}"
-    if initial_state is not None:
-        if not isinstance(initial_state, torch.Tensor) or initial_state.dtype != a.dtype:
-            got = initial_state.dtype if isinstance(initial_state, torch.Tensor) else type(initial_state).__name__
-            return f"argument 'initial_state' is not a {a.dtype} tensor (got {got})"
-        if initial_state.shape != a.shape[:1] + a.shape[2:]:
-            return "argument 'initial_state' is not c[B, ...] (a's shape without T; validated by the reference)"
+def _validate(where: str, a, b, initial_state, return_state) -> None:
+    """Raise what the reference raises for these arguments (its checks and messages), then what only this backend
+    refuses: dtype problems as ``TypeError``, shape and device problems as ``ValueError``."""
+    require_complex(where, a=a, b=b)
+    if a.dim() < 2:
+        raise ValueError(f"{where}: argument 'a' must be c[B, T, ...], got shape {tuple(a.shape)}")
+    require_same_shape(where, a=a, b=b)
+    if a.dtype != b.dtype:
+        raise TypeError(f"{where}: 'a' and 'b' must share one dtype, got {a.dtype}, {b.dtype}")
+    if a.shape[1] == 0:
+        raise ValueError(f"{where}: argument 'a' has no time steps (T=0), shape {tuple(a.shape)}")
+    if initial_state is not None:  # the reference's own check (it allocates zeros for a missing state)
+        _check_scan(where, a, b, initial_state, "initial_state", "c[B, T, ...]", time_dim=True)
     if not isinstance(return_state, bool):
-        return f"argument 'return_state' is not a bool (got {type(return_state).__name__})"
-    return ""
+        raise TypeError(f"{where}: argument 'return_state' must be a bool, got {type(return_state).__name__}")
+    if a.numel() == 0:
+        raise ValueError(f"{where}: the triton backend takes non-empty inputs only: argument 'a' must be "
+                         f"c[B, T, ...] with no zero dim, got shape {tuple(a.shape)}")
+    tensors = {"a": a, "b": b} if initial_state is None else {"a": a, "b": b, "initial_state": initial_state}
+    problem = triton_problem(**tensors)
+    if problem:
+        raise ValueError(f"{where}: {problem}")
 
 
 def supports_triton(a, b, initial_state=None, return_state=False) -> tuple[bool, str]:
@@ -112,14 +113,14 @@ def supports_triton(a, b, initial_state=None, return_state=False) -> tuple[bool,
 
     Accepts what the reference accepts (``a, b`` complex64/complex128 ``c[B, T, ...]``, ``T >= 1``, an optional
     ``initial_state`` ``c[B, ...]``, a bool ``return_state``), minus empty tensors, on one CUDA device (CPU tensors
-    too under ``TRITON_INTERPRET=1``). Arguments the reference rejects are refused, so it raises the error.
+    too under ``TRITON_INTERPRET=1``). Arguments the reference rejects are refused with the reference's own message,
+    so that dispatch hands them to it and it raises.
     """
-    problem = _argument_problem(a, b, initial_state, return_state)
-    if problem:
-        return False, problem
-    tensors = {"a": a, "b": b} if initial_state is None else {"a": a, "b": b, "initial_state": initial_state}
-    problem = triton_problem(**tensors)
-    return (False, problem) if problem else (True, "")
+    try:
+        _validate("complex_scan", a, b, initial_state, return_state)
+    except (TypeError, ValueError) as exc:
+        return False, str(exc)
+    return True, ""
 
 
 def complex_scan_triton(a: torch.Tensor, b: torch.Tensor, initial_state: torch.Tensor | None = None,
@@ -140,17 +141,18 @@ def complex_scan_triton(a: torch.Tensor, b: torch.Tensor, initial_state: torch.T
         ``h`` ``c[B, T, ...]``, or ``(h, h_last)`` when ``return_state``.
 
     Raises:
-        ValueError: the arguments are outside what :func:`supports_triton` accepts (the message gives its reason).
+        TypeError: what the reference raises as TypeError (``a``, ``b`` or ``initial_state`` not complex, their
+            dtypes differ, ``return_state`` not a bool).
+        ValueError: what the reference raises as ValueError (shapes, ``T = 0``); empty inputs; inputs not on one
+            CUDA device (CPU is accepted under ``TRITON_INTERPRET=1``).
 
     Backward: the adjoint recurrence ``g_t = grad_h_t + conj(a_{t+1}) g_{t+1}`` by the same chunked scan in
     reverse time; ``grad_b = g``, ``grad_a_t = g_t conj(h_{t-1})``, ``grad_initial_state = conj(a_0) g_0``.
 
     Source: quantum-shortcut paper section 5 (chunked scan); papers/NOTES.md "Quantum-shortcut models", "LRU".
     """
-    problem = _argument_problem(a, b, initial_state, return_state)
-    if problem:
-        raise ValueError(f"complex_scan_triton: {problem}; call cnet.core.ops.complex_scan, which validates "
-                         "the arguments and falls back to the reference")
+    _validate("complex_scan_triton", a, b, initial_state, return_state)
+    a, b, initial_state = resolved(a), resolved(b), resolved(initial_state)  # kernels read raw memory
     batch, steps = a.shape[:2]
     channels = math.prod(a.shape[2:])
     flat = (batch, steps, channels)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import torch
 import triton
 
+from cnet.core.ops.reference.attention import _check_inputs
+from cnet.core.ops.reference.gla import _check_gate_and_state
 from cnet.kernels.gated_linear_attention.kernels import (
     gla_bwd_dkv_kernel,
     gla_bwd_dq_kernel,
@@ -22,9 +24,9 @@ from cnet.kernels.gated_linear_attention.kernels import (
     gla_fwd_out_kernel,
     gla_fwd_states_kernel,
 )
-from cnet.kernels.triton_support import interpreting, triton_problem
+from cnet.kernels.triton_support import interpreting, resolved, triton_problem
 
-__all__ = ["gated_linear_attention_triton", "supports_triton", "MAX_D", "CUDA_MAX_D"]
+__all__ = ["gated_linear_attention_triton", "supports_triton", "MAX_D", "CUDA_MAX_D", "GATE_LOGIT_FLOOR"]
 
 MAX_D = 64  # key/query width held in registers per program; wider heads run on the reference
 # Widest head taken on CUDA. The D = 64 launches (sm_90, Triton 3.6.0: the first D = 64 backward raised "an illegal
@@ -33,6 +35,11 @@ MAX_D = 64  # key/query width held in registers per program; wider heads run on 
 # index arithmetic found so far. The interpreter keeps running D <= MAX_D.
 CUDA_MAX_D = 32
 _PRECISIONS = ("tf32x3", "tf32", "ieee")
+# Gate logits are clamped to >= this before the kernels. sigma(-110) = e^-110 < 2^-150 rounds to 0 in float32, so a
+# clamped gate (-inf included: a full reset) discounts the past to exactly 0 as the reference does, and its
+# gradient is 0 as the reference's (sigma(g) times discounts that are 0); the kernels' within-chunk cumulative
+# log-discounts stay finite (-inf ones give NaN differences) and small enough to keep their float32 resolution.
+GATE_LOGIT_FLOOR = -110.0
 
 
 # (precision, padded D <= 32) -> (chunk length, warps of the per-chunk kernels): the shapes whose kernels compile
@@ -103,10 +110,10 @@ class _TritonGLA(torch.autograd.Function):
         blocks = _Blocks.choose(d, ctx.precision)
         n_chunks = states.shape[1] - 1
         real = torch.view_as_real
-        grad_o = real(grad_o.contiguous())
+        grad_o = real(resolved(grad_o).contiguous())
         dstates = torch.empty_like(states)
         gla_bwd_states_kernel[(bh, triton.cdiv(dv, blocks.dv))](
-            real(q), g, grad_o, real(grad_s.contiguous()), dstates, steps, d, dv, n_chunks,
+            real(q), g, grad_o, real(resolved(grad_s).contiguous()), dstates, steps, d, dv, n_chunks,
             **blocks.sweep(ctx.precision))
         n_vblocks = triton.cdiv(dv, blocks.dv)
         part_q = q.new_empty(n_vblocks, bh, steps, d, 2, dtype=torch.float32)
@@ -125,36 +132,44 @@ class _TritonGLA(torch.autograd.Function):
         return grad_q, grad_k, grad_v, grad_g, grad_s0, None
 
 
-def _argument_problem(q, k, v, g, initial_state, return_state) -> str:
-    """Why the Triton GLA cannot take these arguments ("" when it can); only the head-width limit depends on the
-    device (``CUDA_MAX_D`` on CUDA).
-
-    Everything the reference rejects is refused, so dispatch hands such calls to the reference, which raises.
-    """
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor) or t.dtype != torch.complex64:
-            got = t.dtype if isinstance(t, torch.Tensor) else type(t).__name__
-            return f"argument {name!r} is not a complex64 tensor (got {got}); the triton backend takes complex64 only"
-    if q.dim() != 4 or q.shape != k.shape or v.dim() != 4 or v.shape[:-1] != q.shape[:-1]:
-        return "shapes are not q, k c[B, H, T, D] and v c[B, H, T, Dv] (validated by the reference)"
-    if not isinstance(g, torch.Tensor) or g.dtype != torch.float32 or g.shape != q.shape[:-1]:
-        got = f"{g.dtype} {tuple(g.shape)}" if isinstance(g, torch.Tensor) else type(g).__name__
-        return f"argument 'g' is not a float32 r[B, H, T] tensor (got {got})"
-    if initial_state is not None:
-        shape = (*q.shape[:2], q.shape[-1], v.shape[-1])
-        if not isinstance(initial_state, torch.Tensor) or initial_state.dtype != torch.complex64 \
-                or tuple(initial_state.shape) != shape:
-            return f"argument 'initial_state' is not a complex64 c[B, H, D, Dv]={shape} tensor"
+def _validate(where: str, q, k, v, g, initial_state, return_state) -> None:
+    """Raise what the reference raises for these arguments (its checks and messages), then what only this backend
+    refuses: dtype problems as ``TypeError``, shape, size and device problems as ``ValueError``; only the head-width
+    limit depends on the device (``CUDA_MAX_D`` on CUDA)."""
+    _check_inputs(where, q, k, v)
+    if q.shape[-2] == 0:
+        raise ValueError(f"{where}: the inputs have no tokens (T=0), q={tuple(q.shape)}")
     if not isinstance(return_state, bool):
-        return f"argument 'return_state' is not a bool (got {type(return_state).__name__})"
+        raise TypeError(f"{where}: argument 'return_state' must be a bool, got {type(return_state).__name__}")
+    if initial_state is not None:  # the reference's own checks (it allocates a zero state when there is none)
+        _check_gate_and_state(where, g, initial_state, "initial_state", q, v)
+    elif not isinstance(g, torch.Tensor) or not g.is_floating_point():
+        got = g.dtype if isinstance(g, torch.Tensor) else type(g).__name__
+        raise TypeError(f"{where}: argument 'g' must be a real floating tensor of gate logits, got {got}")
+    elif g.shape != q.shape[:-1]:
+        raise ValueError(f"{where}: argument 'g' must be r{list(q.shape[:-1])} (q's shape without D), "
+                         f"got {tuple(g.shape)}")
+    elif g.dtype != q.real.dtype:
+        raise TypeError(f"{where}: argument 'g' must have dtype {q.real.dtype} to match {q.dtype}, got {g.dtype}")
+    if q.dtype != torch.complex64:
+        raise TypeError(f"{where}: the triton backend takes complex64 q, k, v (and float32 g) only, got {q.dtype}")
     if q.numel() == 0 or v.numel() == 0:
-        return f"empty input (q {tuple(q.shape)}, v {tuple(v.shape)})"
+        raise ValueError(f"{where}: the triton backend takes non-empty inputs only: q, k c[B, H, T, D] and "
+                         f"v c[B, H, T, Dv] with no zero dim, got q={tuple(q.shape)}, v={tuple(v.shape)}")
     if q.shape[-1] > MAX_D:
-        return f"head width D={q.shape[-1]} > {MAX_D}"
+        raise ValueError(f"{where}: the triton backend takes head widths D <= {MAX_D} (q, k c[B, H, T, D]), got "
+                         f"D={q.shape[-1]} in q={tuple(q.shape)}")
     if q.is_cuda and q.shape[-1] > CUDA_MAX_D:
-        return (f"head width D={q.shape[-1]} > {CUDA_MAX_D} on CUDA: the D > {CUDA_MAX_D} kernels hit an illegal "
-                "memory access on sm_90 (Triton 3.6.0) whose cause is not found yet, so the reference runs")
-    return ""
+        raise ValueError(f"{where}: the triton backend takes head widths D <= {CUDA_MAX_D} on CUDA (q, k "
+                         f"c[B, H, T, D]), got D={q.shape[-1]} in q={tuple(q.shape)}: the D > {CUDA_MAX_D} kernels "
+                         "hit an illegal memory access on sm_90 (Triton 3.6.0) whose cause is not found yet, so the "
+                         "reference runs")
+    tensors = {"q": q, "k": k, "v": v, "g": g}
+    if initial_state is not None:
+        tensors["initial_state"] = initial_state
+    problem = triton_problem(**tensors)
+    if problem:
+        raise ValueError(f"{where}: {problem}")
 
 
 def supports_triton(q, k, v, g, initial_state=None, return_state=False) -> tuple[bool, str]:
@@ -162,16 +177,13 @@ def supports_triton(q, k, v, g, initial_state=None, return_state=False) -> tuple
 
     Accepts what the reference accepts in complex64 (``g`` float32), minus empty tensors and ``D > MAX_D`` (``D >
     CUDA_MAX_D`` on CUDA), on one CUDA device (CPU tensors too under ``TRITON_INTERPRET=1``). Arguments the
-    reference rejects are refused, so it raises the error.
+    reference rejects are refused with the reference's own message, so that dispatch hands them to it and it raises.
     """
-    problem = _argument_problem(q, k, v, g, initial_state, return_state)
-    if problem:
-        return False, problem
-    tensors = {"q": q, "k": k, "v": v, "g": g}
-    if initial_state is not None:
-        tensors["initial_state"] = initial_state
-    problem = triton_problem(**tensors)
-    return (False, problem) if problem else (True, "")
+    try:
+        _validate("gated_linear_attention", q, k, v, g, initial_state, return_state)
+    except (TypeError, ValueError) as exc:
+        return False, str(exc)
+    return True, ""
 
 
 def gated_linear_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor,
@@ -186,7 +198,7 @@ def gated_linear_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Ten
     Args:
         q, k: ``c[B, H, T, D]`` complex64, ``D <= MAX_D`` (``D <= CUDA_MAX_D`` on CUDA).
         v: ``c[B, H, T, Dv]`` complex64.
-        g: ``r[B, H, T]`` float32 gate logits.
+        g: ``r[B, H, T]`` float32 gate logits; ``-inf`` (a full reset) is allowed (see ``GATE_LOGIT_FLOOR``).
         initial_state: ``c[B, H, D, Dv]`` complex64 state before the first token, or ``None``. Differentiable.
         return_state: also return ``S_{T-1}`` ``c[B, H, D, Dv]``.
         precision: how ``tl.dot`` multiplies the fp32 planes: ``"tf32x3"`` (default: three TF32 tensor-core
@@ -196,20 +208,23 @@ def gated_linear_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Ten
         ``c[B, H, T, Dv]``, or ``(out, state)`` when ``return_state``.
 
     Raises:
-        ValueError: arguments outside what :func:`supports_triton` accepts (the message gives its reason), or an
-            unknown ``precision``.
+        TypeError: what the reference raises as TypeError (dtypes, ``return_state`` not a bool); inputs that are
+            not complex64 (``g`` float32).
+        ValueError: what the reference raises as ValueError (shapes, ``T = 0``); empty inputs, ``D > MAX_D`` (``D >
+            CUDA_MAX_D`` on CUDA), inputs not on one CUDA device (CPU under ``TRITON_INTERPRET=1``), or an unknown
+            ``precision``.
 
     Backward: closed form for ``q, k, v, g`` and ``initial_state`` by a reverse sweep over the chunks.
 
     Source: CNet README (GatedLinearAttention); papers/NOTES.md.
     """
     where = "gated_linear_attention_triton"
-    problem = _argument_problem(q, k, v, g, initial_state, return_state)
-    if problem:
-        raise ValueError(f"{where}: {problem}; call cnet.core.ops.gated_linear_attention, which validates the "
-                         "arguments and falls back to the reference")
+    _validate(where, q, k, v, g, initial_state, return_state)
     if precision not in _PRECISIONS:
         raise ValueError(f"{where}: argument 'precision' must be one of {_PRECISIONS}, got {precision!r}")
-    s0 = None if initial_state is None else initial_state.contiguous()
-    out, state = _TritonGLA.apply(q.contiguous(), k.contiguous(), v.contiguous(), g.contiguous(), s0, precision)
+    # Kernels read raw memory: apply conjugate/negative bits. A logit of -inf (a full reset) would make the kernels'
+    # log-discount differences -inf - (-inf) = NaN; at GATE_LOGIT_FLOOR every discount through the gate is already
+    # 0 in float32, as in the reference, and clamp's zero gradient below the floor is the reference's limit too.
+    q, k, v, g, s0 = (None if x is None else resolved(x).contiguous() for x in (q, k, v, g, initial_state))
+    out, state = _TritonGLA.apply(q, k, v, g.clamp(min=GATE_LOGIT_FLOOR), s0, precision)
     return (out, state) if return_state else out
