@@ -7,6 +7,7 @@ from cnet.kernels.born_attention_linear.op import (
     born_attention_linear_triton,
     supports_triton,
 )
+from cnet.kernels.triton_support import TF32_TOLERANCE
 
 __all__ = ["born_attention_linear_triton", "supports_triton", "PRECISIONS", "MAX_D", "MAX_DV", "register"]
 
@@ -14,4 +15,4 @@ __all__ = ["born_attention_linear_triton", "supports_triton", "PRECISIONS", "MAX
 def register(ops) -> None:
     """``triton`` on CUDA (priority 20)."""
     ops.add_backend("born_attention_linear", "triton", born_attention_linear_triton, device="cuda", priority=20,
-                    supports=supports_triton)
+                    supports=supports_triton, tolerance=TF32_TOLERANCE)
