@@ -21,7 +21,11 @@ complex_holographic_matched    as PCT, times ``exp(-alpha |arg<q_hat_i, k_hat_j>
 =============================  ==========================================================  =========================
 
 ``b`` is one learnable scalar per layer, initialised to ``-ln N`` (``N`` the configured sequence length) or to a
-given value; screening keeps a per-head ``s_r`` (init -3, ``r = e^{s_r} + 1``), applies TanhNorm to each head's
+given value. At ``-ln N`` the gates that are flat on the negative axis (``complex_relu``, ``complex_clamped_relu``,
+``complex_square``, ``complex_cubic``) start closed whenever ``sqrt(D) < ln N`` (the cosine score is at most
+``sqrt(D)``; e.g. ``D = 32``, ``N = 1024``): every gate is 0 with zero gradient and the layer never learns. That is
+the PCT paper's point (section 2.7, appendix B: the condition is on the initial operating point); pass
+``gate_bias=0`` to start them open. Screening keeps a per-head ``s_r`` (init -3, ``r = e^{s_r} + 1``), applies TanhNorm to each head's
 aggregate and multiplies by ``modReLU(W_g x)`` before the output projection. Real cells (``r[B, T, E]``, real
 projections with Glorot init, real RoPE on pairs of features) are the standard forms: ``real_softmax``
 (``q.k / sqrt(D)``, row softmax), ``real_sigmoid`` (same score, ``sigmoid(s + b)``), ``real_screen`` (unit-normalised
