@@ -197,3 +197,18 @@ def test_malformed_local_files(tmp_path):
         fft_mnist("test", path=tmp_path)
     with pytest.raises(FileNotFoundError, match="is missing"):
         fft_mnist("test", path=tmp_path / "nope")
+
+
+def test_explicit_folder_without_the_split_names_it(tmp_path, monkeypatch):
+    images, labels = _images(2, seed=3)
+    _write_mnist(tmp_path, "t10k", images, labels)  # test files only
+    calls = []
+    monkeypatch.setattr(datasets, "load_dataset", lambda *a, **kw: calls.append(a))
+    with pytest.raises(FileNotFoundError) as info:
+        fft_mnist("train", path=tmp_path)
+    msg = str(info.value)
+    assert msg == (f"fft_mnist: path={str(tmp_path)!r} lacks the MNIST idx file(s) train-images-idx3-ubyte[.gz] and "
+                   "train-labels-idx1-ubyte[.gz] of split='train' (gzipped or not); it holds: "
+                   "t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz")
+    assert "\n" not in msg and calls == []  # an explicit folder is used alone: no Hub fallback
+    assert fft_mnist("test", path=tmp_path)[:]["label"] == labels.tolist()

@@ -172,3 +172,10 @@ def test_lra_not_found_names_the_sources(monkeypatch, tmp_path):
     assert f"(2) $CNET_DATA_DIR/listops-1000/basic_train.tsv: {tmp_path}/listops-1000/basic_train.tsv does not " \
            "exist" in msg
     assert "(3) the Hugging Face Hub: not used" in msg
+
+
+def test_write_listops_tsv_creates_missing_folders(tmp_path):
+    target = tmp_path / "new" / "listops-1000" / "basic_test.tsv"
+    assert write_listops_tsv(target, ["[MAX 2 9 ]"], [9]) == target
+    back = lra_listops("test", path=target.parent, length=8)
+    assert back["source"] == ["[MAX 2 9 ]"] and back["target"] == [9]

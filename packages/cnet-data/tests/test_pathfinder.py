@@ -109,6 +109,10 @@ def test_errors(lra_tree, tmp_path, monkeypatch):
     _, base = lra_tree
     with pytest.raises(ValueError, match=r"sample_0.png is 32x32, expected 64x64 \(argument 'resolution'\)"):
         pathfinder("train", path=base, resolution=64)
+    with pytest.raises(FileNotFoundError, match=f"^pathfinder: no subset folder {base}/curv_baseline for "
+                       f"subset='curv_baseline'; subsets present in {base}: {SUBSET}$"):
+        pathfinder("train", path=base, subset="curv_baseline")
+    (base / "curv_baseline").mkdir()  # the subset folder exists but has no metadata
     with pytest.raises(FileNotFoundError, match=f"no metadata folder {base}/curv_baseline/metadata"):
         pathfinder("train", path=base, subset="curv_baseline")
     with pytest.raises(ValueError, match="argument 'subset' must be a folder name"):
@@ -128,3 +132,21 @@ def test_errors(lra_tree, tmp_path, monkeypatch):
     assert "(1) an explicit path= option: none given" in msg
     assert f"(2) $CNET_DATA_DIR/pathfinder128/{SUBSET}/metadata: {tmp_path}/elsewhere/pathfinder128" in msg
     assert "(3) the Hugging Face Hub: not used" in msg
+
+
+def test_path_may_be_the_root_given_to_the_writer(lra_tree, tmp_path):
+    ds, base = lra_tree
+    labels = ds[:]["label"]
+    assert load("pathfinder", "test", path=tmp_path)[:]["label"] == labels[45:]  # root holds only pathfinder32
+    assert pathfinder(None, path=tmp_path, resolution=32)[:]["label"] == labels
+    small = pathfinder_synthetic("train", resolution=16, num_examples=10, seed=1)
+    assert write_pathfinder_lra(tmp_path, small) == tmp_path / "pathfinder16"
+    with pytest.raises(ValueError, match=f"^pathfinder: path={str(tmp_path)!r} holds several resolution folders "
+                       r"\(pathfinder16, pathfinder32\); pick one with resolution=N or give path= that "
+                       "pathfinder<N> folder$"):
+        pathfinder("train", path=tmp_path)
+    assert pathfinder(None, path=tmp_path, resolution=16)[:]["label"] == small[:]["label"]
+    assert pathfinder(None, path=tmp_path / "pathfinder16")[:]["label"] == small[:]["label"]  # N from the name
+    with pytest.raises(FileNotFoundError, match=f"^pathfinder: path={str(tmp_path)!r} holds pathfinder16, "
+                       "pathfinder32 but no pathfinder64 for resolution=64"):
+        pathfinder("train", path=tmp_path, resolution=64)

@@ -154,7 +154,8 @@ def test_explicit_folder_and_its_errors(tmp_path, no_hub):
     (tmp_path / "train" / "a.txt").write_bytes(b"plain text, no markers")
     ds = pg19("train", path=tmp_path)
     assert ds["title"] == ["a", "B"] and ds["bytes"] == [b"plain text, no markers", b"bee\n"]
-    with pytest.raises(FileNotFoundError, match=r"no folder .*test for split='test'"):
+    with pytest.raises(FileNotFoundError, match=r"^pg19: no folder .*test for split='test'; a PG-19 folder holds "
+                       r"train/, validation/ and test/ folders of books; sub-folders of .*: \['train'\]$"):
         pg19("test", path=tmp_path)
     with pytest.raises(FileNotFoundError, match="is missing"):
         pg19("train", path=tmp_path / "nope")

@@ -45,7 +45,8 @@ def test_registered_loader(corpus):
     root, _ = corpus
     assert load("text_bytes", "validation", path=root)["bytes"] == [b"held out"]
     assert load("text_bytes", None, path=str(root)).num_rows == 6
-    with pytest.raises(ValueError, match="needs the option path="):
+    with pytest.raises(ValueError, match=r"dataset 'text_bytes': option 'path' is required, got none; pass "
+                       r"path=FILE_OR_FOLDER in Python \(the CLI's --data-path FILE_OR_FOLDER\)"):
         load("text_bytes", "train")
 
 

@@ -98,15 +98,17 @@ def mnist_arrays(split: str, *, path: str | os.PathLike | None = None) -> tuple[
     """MNIST images and labels of ``split`` from the first source that has them.
 
     Sources: ``path=`` then ``$CNET_DATA_DIR/mnist/`` (files ``train-*`` / ``t10k-*`` ``-images-idx3-ubyte`` and
-    ``-labels-idx1-ubyte``, ``.gz`` or not), then the Hub ``ylecun/mnist``. A local folder without the split's
-    files (e.g. the shared data, which holds only the test files) falls through to the Hub.
+    ``-labels-idx1-ubyte``, ``.gz`` or not), then the Hub ``ylecun/mnist``. A ``$CNET_DATA_DIR/mnist/`` without the
+    split's files (e.g. the shared data, which holds only the test files) falls through to the Hub; an explicit
+    ``path=`` is used alone: without the split's files it is an error.
 
     Returns:
         ``(images, labels)``: uint8 ``[N, 28, 28]`` and int64 ``[N]`` (test: N = 10,000; train: 60,000).
 
     Raises:
         ValueError: unknown split; malformed files.
-        FileNotFoundError: ``path`` is not a folder; or no source has the split (the message names the three).
+        FileNotFoundError: ``path`` is not a folder or lacks the split's files (path and expected files named);
+            or no source has the split (the message names the three).
     """
     check_split("fft_mnist", split, tuple(_PREFIX))
     folder = local_dir(MNIST_DIR, path)
@@ -114,6 +116,15 @@ def mnist_arrays(split: str, *, path: str | os.PathLike | None = None) -> tuple[
         found = _local_arrays(folder, split)
         if found is not None:
             return found
+        if path is not None:
+            prefix = _PREFIX[split]
+            wanted = [f"{prefix}-images-idx3-ubyte", f"{prefix}-labels-idx1-ubyte"]
+            missing = [f"{w}[.gz]" for w in wanted if _idx_file(folder, w) is None]
+            present = sorted(p.name for p in folder.iterdir())
+            shown = ", ".join(present[:10]) + (f", ... ({len(present)} entries)" if len(present) > 10 else "")
+            raise FileNotFoundError(f"fft_mnist: path={str(folder)!r} lacks the MNIST idx file(s) "
+                                    f"{' and '.join(missing)} of split={split!r} (gzipped or not); it holds: "
+                                    f"{shown or 'nothing'}")
     relname = f"{MNIST_DIR}/{_PREFIX[split]}-images-idx3-ubyte.gz"
     try:
         loaded = hub_load("fft_mnist", relname, MNIST_HUB_ID, split)
@@ -187,7 +198,8 @@ def fft_mnist(split: str, *, path: str | os.PathLike | None = None, antialias: b
     Args:
         split: ``"train"`` (60,000) or ``"test"`` (10,000). The shared data folder holds only the test files, so
             offline ``"train"`` raises the not-found error.
-        path: a folder of MNIST idx files (wins over ``$CNET_DATA_DIR/mnist`` and the Hub).
+        path: a folder of MNIST idx files (wins over ``$CNET_DATA_DIR/mnist`` and the Hub; it must hold the
+            split's files).
         antialias: the down-sampling filter (see :func:`downsample`).
 
     Returns:
@@ -197,7 +209,8 @@ def fft_mnist(split: str, *, path: str | os.PathLike | None = None, antialias: b
 
     Raises:
         ValueError: unknown split; malformed files.
-        FileNotFoundError: no source has the split; the message names the three sources.
+        FileNotFoundError: ``path`` is not a folder or lacks the split's files; no source has the split (the
+            message names the three sources).
     """
     images, labels = mnist_arrays(split, path=path)
     tokens = fft_tokens(downsample(images, antialias=bool(antialias))).numpy()

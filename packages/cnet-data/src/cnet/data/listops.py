@@ -241,7 +241,7 @@ def write_listops_tsv(path: str | os.PathLike, sources: Iterable[str], targets: 
     """Write expressions in LRA's TSV format: header ``Source\\tTarget``, one ``<LRA string>\\t<value>`` per line.
 
     Args:
-        path: the file to write (its folder must exist).
+        path: the file to write; missing parent folders are created.
         sources: expressions (any form :func:`lra_listops_string` accepts).
         targets: their values, ints 0..9.
 
@@ -255,6 +255,7 @@ def write_listops_tsv(path: str | os.PathLike, sources: Iterable[str], targets: 
     if len(sources) != len(targets):
         raise ValueError(f"write_listops_tsv: {len(sources)} sources but {len(targets)} targets")
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8", newline="") as f:
         f.write("Source\tTarget\n")
         for src, tgt in zip(sources, targets, strict=True):

@@ -6,7 +6,8 @@ image, whitespace-separated: field 0 the image folder (``imgs/<k>``), field 1 th
 (1 = connected). ``<subset>`` is ``curv_contour_length_14`` for the hardest level, used by Path-X (N = 128,
 16,384 tokens; PCT paper section 4).
 
-Sources, in order: ``path=`` (a ``pathfinder<N>`` folder), then ``$CNET_DATA_DIR/pathfinder<N>``. There is no Hub
+Sources, in order: ``path=`` (a ``pathfinder<N>`` folder, or a folder holding one, as
+:func:`write_pathfinder_lra` writes), then ``$CNET_DATA_DIR/pathfinder<N>``. There is no Hub
 source (LRA ships a tarball). :func:`pathfinder_synthetic` draws small images of the same kind for tests and
 :func:`write_pathfinder_lra` writes them in the LRA layout.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,8 @@ from cnet.data.sources import not_found_error
 __all__ = ["PATHFINDER_SUBSET", "pathfinder", "pathfinder_synthetic", "write_pathfinder_lra"]
 
 PATHFINDER_SUBSET = "curv_contour_length_14"
+_DEFAULT_RESOLUTION = 32
+_RESOLUTION_DIR = re.compile(r"pathfinder(\d+)")
 _SPLITS = ("train", "validation", "test", None)
 
 # Drawing rule of pathfinder_synthetic (see its docstring).
@@ -80,7 +84,32 @@ def _metadata_entries(subset_dir: Path) -> list[tuple[Path, int]]:
     return entries
 
 
-def pathfinder(split: str | None, *, path: str | os.PathLike | None = None, resolution: int = 32,
+def _resolution_folder(path: str | os.PathLike | None, resolution: int | None) -> tuple[Path | None, int]:
+    """The ``pathfinder<N>`` folder to read and ``N``: from ``path`` (the folder itself or its parent), else env."""
+    if path is None:
+        n = _DEFAULT_RESOLUTION if resolution is None else resolution
+        return local_dir(f"pathfinder{n}", None), n
+    given = local_dir(f"pathfinder{resolution or _DEFAULT_RESOLUTION}", path)  # raises when not a folder
+    named = _RESOLUTION_DIR.fullmatch(given.name)
+    children = {int(m.group(1)): p for p in given.iterdir() if p.is_dir() and (m := _RESOLUTION_DIR.fullmatch(p.name))}
+    if named or not children:  # the pathfinder<N> folder itself
+        if resolution is None:
+            resolution = int(named.group(1)) if named else _DEFAULT_RESOLUTION
+        return given, resolution
+    found = ", ".join(f"pathfinder{n}" for n in sorted(children))
+    if resolution is not None:
+        if resolution not in children:
+            raise FileNotFoundError(f"pathfinder: path={str(given)!r} holds {found} but no pathfinder{resolution} "
+                                    f"for resolution={resolution}; pass a resolution present, or path= that folder")
+        return children[resolution], resolution
+    if len(children) > 1:
+        raise ValueError(f"pathfinder: path={str(given)!r} holds several resolution folders ({found}); pick one with "
+                         "resolution=N or give path= that pathfinder<N> folder")
+    (n, folder), = children.items()
+    return folder, n
+
+
+def pathfinder(split: str | None, *, path: str | os.PathLike | None = None, resolution: int | None = None,
                subset: str = PATHFINDER_SUBSET) -> datasets.Dataset:
     """LRA Pathfinder / Path-X images as pixel-token sequences with a connectivity label.
 
@@ -91,8 +120,11 @@ def pathfinder(split: str | None, *, path: str | os.PathLike | None = None, reso
 
     Args:
         split: ``"train"``, ``"validation"``, ``"test"`` or ``None``.
-        path: a ``pathfinder<N>`` folder, holding ``<subset>/``; wins over ``$CNET_DATA_DIR/pathfinder<N>``.
-        resolution: ``N``, the image side in pixels (LRA: 32, 64, 128 = Path-X, 256).
+        path: a ``pathfinder<N>`` folder, holding ``<subset>/``; or its parent (e.g. the ``root`` given to
+            :func:`write_pathfinder_lra`) holding exactly one ``pathfinder<N>`` folder, or one matching
+            ``resolution``. Wins over ``$CNET_DATA_DIR/pathfinder<N>``.
+        resolution: ``N``, the image side in pixels (LRA: 32, 64, 128 = Path-X, 256). ``None`` (default): taken
+            from the ``pathfinder<N>`` folder found under ``path``, or from ``path``'s own name, else 32.
         subset: the difficulty folder: ``curv_baseline``, ``curv_contour_length_9`` or ``curv_contour_length_14``.
 
     Returns:
@@ -100,20 +132,26 @@ def pathfinder(split: str | None, *, path: str | os.PathLike | None = None, reso
         (int64: 1 when the two dots are connected, else 0).
 
     Raises:
-        ValueError: unknown split; a malformed metadata line; an image that is not ``N x N``.
-        FileNotFoundError: ``path`` not a folder; no ``<subset>/metadata`` folder (named); a listed image missing;
-            or no source at all.
+        ValueError: unknown split; a malformed metadata line; an image that is not ``N x N``; ``path`` holds
+            several ``pathfinder<N>`` folders and ``resolution`` is not given.
+        FileNotFoundError: ``path`` not a folder; no ``pathfinder<resolution>`` below ``path``; no ``<subset>``
+            folder (the message lists the subsets present); no ``<subset>/metadata`` folder (named); a listed image
+            missing; or no source at all.
     """
     check_split("pathfinder", split, _SPLITS)
-    resolution = check_int("pathfinder", "resolution", resolution, minimum=2)
+    if resolution is not None:
+        resolution = check_int("pathfinder", "resolution", resolution, minimum=2)
     if not isinstance(subset, str) or not subset or "/" in subset or "\\" in subset:
         raise ValueError(f"pathfinder: argument 'subset' must be a folder name such as {PATHFINDER_SUBSET!r}, "
                          f"got {subset!r}")
-    dirname = f"pathfinder{resolution}"
-    base = local_dir(dirname, path)
+    base, resolution = _resolution_folder(path, resolution)
     if base is None:
-        raise not_found_error("pathfinder", f"{dirname}/{subset}/metadata", None, "no Hub copy of LRA's Pathfinder "
-                                   "is used")
+        raise not_found_error("pathfinder", f"pathfinder{resolution}/{subset}/metadata", None,
+                              "no Hub copy of LRA's Pathfinder is used")
+    if not (base / subset).is_dir():
+        present = sorted(p.name for p in base.iterdir() if p.is_dir())
+        raise FileNotFoundError(f"pathfinder: no subset folder {base / subset} for subset={subset!r}; subsets present "
+                                f"in {base}: {', '.join(present) if present else 'none'}")
     from PIL import Image
 
     all_entries = _metadata_entries(base / subset)
@@ -252,7 +290,8 @@ def write_pathfinder_lra(root: str | os.PathLike, rows: datasets.Dataset, *, sub
         per_folder: images per ``imgs/<k>`` folder, >= 1.
 
     Returns:
-        The ``pathfinder<N>`` folder (what ``pathfinder(..., path=...)`` takes).
+        The ``pathfinder<N>`` folder. ``pathfinder(..., path=...)`` takes it or ``root`` (which it then searches
+        for ``pathfinder<N>``).
 
     Raises:
         ValueError: ``rows`` is empty, lacks the columns, or its rows are not square images of one size.

@@ -102,6 +102,11 @@ def gutenberg_title(data: bytes) -> str | None:
 
 
 def _local_rows(root: Path, split: str) -> datasets.Dataset:
+    if not (root / split).is_dir():
+        present = sorted(p.name for p in root.iterdir() if p.is_dir())
+        raise FileNotFoundError(f"pg19: no folder {root / split} for split={split!r}; a PG-19 folder holds "
+                                f"train/, validation/ and test/ folders of books; sub-folders of {root}: "
+                                f"{present or 'none'}")
     files = text_bytes(root, split)
     paths, titles, books = [], [], []
     for row in files:

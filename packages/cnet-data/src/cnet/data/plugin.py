@@ -21,7 +21,9 @@ __all__ = ["cnet_register_datasets"]
 
 def _load_text_bytes(split: str | None, *, path: str | os.PathLike | None = None) -> Dataset:
     if path is None:
-        raise ValueError("dataset 'text_bytes' needs the option path=FILE_OR_FOLDER")
+        raise ValueError("dataset 'text_bytes': option 'path' is required, got none; pass path=FILE_OR_FOLDER in "
+                         "Python (the CLI's --data-path FILE_OR_FOLDER): a text file, or a folder of text files "
+                         "(with train/ and validation/ sub-folders for training)")
     return text_bytes(path, split)
 
 

@@ -25,11 +25,11 @@ given value. At ``-ln N`` the gates that are flat on the negative axis (``comple
 ``complex_square``, ``complex_cubic``) start closed whenever ``sqrt(D) < ln N`` (the cosine score is at most
 ``sqrt(D)``; e.g. ``D = 32``, ``N = 1024``): every gate is 0 with zero gradient and the layer never learns. That is
 the PCT paper's point (section 2.7, appendix B: the condition is on the initial operating point); pass
-``gate_bias=0`` to start them open. Screening keeps a per-head ``s_r`` (init -3, ``r = e^{s_r} + 1``), applies TanhNorm to each head's
-aggregate and multiplies by ``modReLU(W_g x)`` before the output projection. Real cells (``r[B, T, E]``, real
-projections with Glorot init, real RoPE on pairs of features) are the standard forms: ``real_softmax``
-(``q.k / sqrt(D)``, row softmax), ``real_sigmoid`` (same score, ``sigmoid(s + b)``), ``real_screen`` (unit-normalised
-``q``, ``k``, ``v``, cosine score, screening weights, TanhNorm).
+``gate_bias=0`` to start them open. Screening keeps a per-head ``s_r`` (init -3, ``r = e^{s_r} + 1``), applies
+TanhNorm to each head's aggregate and multiplies by ``modReLU(W_g x)`` before the output projection. Real cells
+(``r[B, T, E]``, real projections with Glorot init, real RoPE on pairs of features) are the standard forms:
+``real_softmax`` (``q.k / sqrt(D)``, row softmax), ``real_sigmoid`` (same score, ``sigmoid(s + b)``),
+``real_screen`` (unit-normalised ``q``, ``k``, ``v``, cosine score, screening weights, TanhNorm).
 
 The complex score, gate and mixing steps run through the reference ops of :mod:`cnet.core.ops.reference.pct`,
 which have explicit Wirtinger backwards. Sources: PCT paper sections 2.1-2.6 and D.2; papers/NOTES.md
