@@ -2,6 +2,7 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
 
 
 @pytest.fixture
@@ -19,3 +20,13 @@ def excerpt(shakespeare_path, tmp_path) -> Path:
     path = tmp_path / "excerpt.txt"
     path.write_text(shakespeare_path.read_text()[:40_000])
     return path
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """One intra-op thread for a test module of small models: avoids OpenMP oversubscription on a busy 2-core
+    runner (use with ``pytestmark = pytest.mark.usefixtures("one_thread")``)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

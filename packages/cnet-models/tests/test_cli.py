@@ -169,8 +169,17 @@ def test_resume_continues_exactly(excerpt, tmp_path, monkeypatch, capsys):
     capsys.readouterr()
     assert main([*args, "--output", str(tmp_path / "cut"), "--steps", "30"]) == 2     # refuses without --resume
     assert "already holds a checkpoint" in capsys.readouterr().err
-    assert main([*args, "--output", str(tmp_path / "cut"), "--resume", "--set", "lr=0.5"]) == 2
-    assert "differs from the saved run" in capsys.readouterr().err
+    before = _snapshot(tmp_path / "cut")
+    assert main([*args, "--output", str(tmp_path / "cut"), "--resume", "--set", "lr=0.5", "--steps", "40",
+                 "--set", "embed_dim=8"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "the settings differ from the saved run's (embed_dim: saved 16, given 8; steps: saved 30, given 40; " \
+           "lr: saved 0.003, given 0.5)" in err
+    assert "\n" not in err and "'batch_size'" not in err and "warmup_steps" not in err   # only what differs
+    assert main([*args, "--output", str(tmp_path / "cut"), "--resume", "--overwrite"]) == 2
+    err = capsys.readouterr().err
+    assert "'resume' and 'overwrite' exclude each other" in err and "give one" in err
+    assert _snapshot(tmp_path / "cut") == before
     assert main([*args, "--output", str(tmp_path / "cut"), "--resume"]) == 0
 
     a = load_file(tmp_path / "straight" / ".resume" / "model.safetensors")
@@ -198,3 +207,33 @@ def test_models_that_are_not_next_token_models_are_refused(excerpt, tmp_path, ca
     assert main(["train", "pcr-pathx", "--dataset", "tiny_shakespeare", "--data-path", str(excerpt),
                  "--output", str(tmp_path / "p3")]) == 2
     assert "not a language model" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("setting", "message"), [
+    ("lr=-1", "'lr' must be > 0, got -1.0"),
+    ("lr=0", "'lr' must be > 0, got 0.0"),
+    ("min_lr_ratio=1.5", "'min_lr_ratio' must be in [0, 1], got 1.5"),
+    ("warmup_steps=-2", "'warmup_steps' must be >= 0, got -2"),
+    ("max_minutes=-1", "'max_minutes' must be >= 0 (0: no time cap), got -1.0"),
+    ("grad_clip=-0.5", "'grad_clip' must be >= 0 (0 turns clipping off), got -0.5"),
+    ("weight_decay=-0.1", "'weight_decay' must be >= 0, got -0.1"),
+])
+def test_range_errors_name_the_field_and_value(tmp_path, capsys, setting, message):
+    assert main(["train", "born-lm", "--dataset", "tiny_shakespeare", "--output", str(tmp_path / "x"),
+                 "--set", setting]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "x").exists()
+
+
+def test_short_corpus_names_the_split_and_the_fix(tmp_path, capsys):
+    # split 90/10 by position: 30 characters leave the train split short, 500 only the validation split
+    for chars, split in ((30, "train"), (500, "validation")):
+        path = tmp_path / f"{chars}.txt"
+        path.write_text(("abcdefghij" * 50)[:chars])
+        assert main(["train", "born-lm", "--dataset", "tiny_shakespeare", "--data-path", str(path), "--output",
+                     str(tmp_path / "x"), "--set", "context=64", "--steps", "1"]) == 2
+        err = capsys.readouterr().err
+        assert f"train: the {split} split of 'tiny_shakespeare' holds" in err, err
+        assert "fewer than one window of the model's context 64 + 1; use a shorter context (--set context=...)" in err
+    assert not (tmp_path / "x").exists()

@@ -111,7 +111,10 @@ def test_compare_argument_errors(excerpt, tmp_path, capsys):
     assert main([*base, "--set", "ffn_dim=8"]) == 2   # a real-fnet field that complex-fnet lacks
     assert "not a field of 'complex-fnet'" in capsys.readouterr().err
     assert main([*base, "--set", "context=100000"]) == 2   # the corpus is shorter than one window
-    assert "fewer than one window of complex-fnet's context 100000" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "compare: the train split of 'tiny_shakespeare' holds" in err
+    assert "fewer than one window of complex-fnet's context 100000 + 1" in err
+    assert "use a shorter context (--set context=...)" in err
     assert not (tmp_path / "x").exists()
 
 
@@ -122,9 +125,11 @@ def test_compare_checks_both_models_before_training_and_warns_on_unmatched_sizes
     assert "ffn_dim" in capsys.readouterr().err
     assert not (tmp_path / "bad").exists()          # nothing was trained for A
     assert main([*base, "--output", str(tmp_path / "wide"), "--set-b", "ffn_dim=512"]) == 0
-    assert "warning: the two models' parameter counts differ" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "warning: the two models' parameter counts differ" in printed and "protocols diverged" not in printed
     rec = json.loads((tmp_path / "wide" / "compare.json").read_text())
-    assert rec["parameter_gap"] > 0.01
+    assert rec["parameter_gap"] > 0.01 and rec["steps_run"] == {"a": 4, "b": 4}
+    assert len(rec["warnings"]) == 1 and "parameter counts differ" in rec["warnings"][0]
 
 
 def test_default_targets_come_from_fractions_of_the_baseline_run(excerpt, tmp_path, capsys):
@@ -181,3 +186,94 @@ def test_text_bytes_file_instead_of_folder_says_what_training_needs(byte_corpus,
     assert main(["compare", "complex-fnet", "real-fnet", "--dataset", "text_bytes", "--data-path",
                  str(byte_corpus / "train" / "part.txt"), "--output", str(tmp_path / "x"), "--steps", "2"]) == 2
     assert "needs a folder holding train/ and validation/" in capsys.readouterr().err
+
+
+SMALL_MAMBA = ["--dataset", "tiny_shakespeare", "--steps", "2", "--set", "d_model=8", "--set", "d_inner=16",
+               "--set", "num_layers=1", "--set", "d_state=4", "--set-a", "num_heads=2", "--set", "context=16",
+               "--set", "eval_every=2", "--set", "eval_windows=4", "--set", "batch_size=2", "--set", "warmup_steps=1",
+               "--quiet"]
+
+
+def test_overwrite_removes_the_stale_record_before_training(excerpt, tmp_path, capsys, monkeypatch):
+    import cnet.models.train as train_module
+
+    out = tmp_path / "cmp"
+    base = ["compare", "complex-fnet", "real-fnet", "--dataset", "tiny_shakespeare", "--data-path", str(excerpt),
+            "--output", str(out), "--steps", "2", *TINY]
+    assert main(base) == 0
+    old_json, old_png = (out / "compare.json").read_bytes(), (out / "compare.png").read_bytes()
+    # without --overwrite a finished comparison is refused, and nothing in it changes
+    assert main(base) == 2
+    assert "already holds a checkpoint" in capsys.readouterr().err
+    (out / "a" / "config.json").unlink()
+    (out / "b" / "config.json").unlink()
+    assert main(base) == 2        # the record alone is still a finished comparison
+    assert "already holds a comparison (compare.json)" in capsys.readouterr().err
+    assert (out / "compare.json").read_bytes() == old_json and (out / "compare.png").read_bytes() == old_png
+    # a failed check keeps the earlier record
+    assert main([*base, "--overwrite", "--set", "context=100000"]) == 2
+    assert (out / "compare.json").read_bytes() == old_json
+    # --overwrite interrupted while training A: the earlier record and plot are gone, not left beside new a/
+    real_train = train_module.train
+
+    def interrupted(*args, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train_module, "train", interrupted)
+    assert main([*base, "--overwrite"]) == 130
+    assert not (out / "compare.json").exists() and not (out / "compare.png").exists()
+    monkeypatch.setattr(train_module, "train", real_train)
+    assert main([*base, "--overwrite"]) == 0
+    assert (out / "compare.json").is_file() and (out / "compare.png").is_file()
+
+
+def test_match_tolerance_option(excerpt, tmp_path, capsys):
+    out = tmp_path / "m"
+    args = ["h-mamba", "mamba", "--data-path", str(excerpt), "--output", str(out), "--match", *SMALL_MAMBA]
+    with pytest.raises(ValueError, match=r"or the tolerance \(--match-tolerance, now 0.0002\)$"):
+        _new_cli(args)
+    with pytest.raises(ValueError, match=r"'match_tolerance' \(--match-tolerance\) must be a number in \(0, 1\), "
+                                         r"got 1.5"):
+        _new_cli([*args, "--match-tolerance", "1.5"])
+    no_match = [a for a in args if a != "--match"]
+    with pytest.raises(ValueError, match="--match-tolerance 0.01 applies with --match only"):
+        _new_cli([*no_match, "--match-tolerance", "0.01"])
+    assert not out.exists()
+    assert _new_cli([*args, "--match-tolerance", "0.01"]) == 0
+    rec = json.loads((out / "compare.json").read_text())
+    assert rec["overrides_b"]["ffn_dim"] == 37 and rec["parameter_gap"] < 0.01
+    parser = argparse.ArgumentParser(prog="cnet compare")
+    configure_compare(parser)
+    assert "--match-tolerance" in " ".join(parser.format_help().split())
+
+
+def test_task_datasets_are_refused_with_what_compare_takes(tmp_path, capsys):
+    assert main(["compare", "pct", "pct", "--dataset", "copy_memory", "--output", str(tmp_path / "x"),
+                 "--steps", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "dataset 'copy_memory' is a task dataset" in err and "causal next-token language models" in err
+    assert "`cnet train`" in err and "\n" not in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_runs_stopped_at_different_steps_are_warned_and_recorded(excerpt, tmp_path, capsys, monkeypatch):
+    import dataclasses
+
+    import cnet.models.train as train_module
+
+    real_train = train_module.train
+
+    def b_cut_short(name, dataset, output, **kw):   # as a max_minutes cap stopping B earlier than A
+        if output.name == "b":
+            kw["train_config"] = dataclasses.replace(kw["train_config"], steps=2)
+        return real_train(name, dataset, output, **kw)
+
+    monkeypatch.setattr(train_module, "train", b_cut_short)
+    out = tmp_path / "cut"
+    assert main(["compare", "complex-fnet", "real-fnet", "--dataset", "tiny_shakespeare", "--data-path",
+                 str(excerpt), "--output", str(out), "--steps", "4", *TINY]) == 0
+    printed = capsys.readouterr().out
+    line = "warning: the protocols diverged: A (complex-fnet) ran 4 steps, B (real-fnet) ran 2"
+    assert line in printed
+    rec = json.loads((out / "compare.json").read_text())
+    assert rec["steps_run"] == {"a": 4, "b": 2} and any(line in w for w in rec["warnings"])

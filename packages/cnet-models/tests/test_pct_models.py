@@ -11,14 +11,7 @@ from cnet.models.pct import CELLS, COMPLEX_CELLS, PCT, REAL_CELLS, PCRPathX, PCR
 from cnet.models.pct import score_spread as spread
 from cnet.models.pct.cells import ComplexAttention
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """These models are small: one intra-op thread avoids OpenMP oversubscription on a busy 2-core runner."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _tiny(cell, **kw):

@@ -11,13 +11,7 @@ from cnet.models.base import count_parameters
 from cnet.models.pct import PCRPathX, PCRPathXConfig
 from cnet.models.pct.cells import ComplexAttention
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_published_configuration():

@@ -13,13 +13,7 @@ from cnet.models.output import LMOutput
 from cnet.models.task_data import TrainBatches
 from cnet.models.tasks import TASKS, batch_accuracy, task_sums
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 TINY = ["--set", "embed_dim=8", "--set", "num_layers=1", "--set", "num_heads=2", "--set", "batch_size=4",
@@ -134,7 +128,12 @@ def test_head_and_input_errors(tmp_path, capsys):
     fails([*COPY, "--set", "input_kind=complex"], "takes 'complex' inputs")
     fails([*COPY, "--set", "cell=complex_tanh"], "unknown cell 'complex_tanh'")
     fails([*COPY, "--data-option", "num_examples=5"], "'num_examples' is set by the training app")
-    fails([*COPY, "--data-option", "dely=5"], "dely")
+    fails([*COPY, "--data-option", "dealy=5"],
+          "dataset 'copy_memory' has no option(s) 'dealy' (did you mean 'delay'?)")
+    fails(["train", "pct", "--dataset", "listops", *TINY, "--data-option", "depth=3", "--data-option", "length=64"],
+          "dataset 'listops' has no option(s) 'depth'")
+    fails(["train", "pct", "--dataset", "fft_mnist", *TINY, "--data-option", "antialiasing=0"],
+          "(did you mean 'antialias'?)")
     fails(["train", "born-lm", "--dataset", "listops"], "model 'born-lm' has no classification or per-position head")
     fails(["train", "pcr-pathx", "--dataset", "copy_memory"], "pcr-pathx classifies square images")
     fails(["train", "pct", "--dataset", "tiny_shakespeare", "--data-option", "delay=3"], "data options")
@@ -159,7 +158,7 @@ def test_resume_continues_a_streamed_task_exactly(tmp_path, monkeypatch, capsys)
     monkeypatch.setattr(train_module, "save_resume", real_save)
     capsys.readouterr()
     assert main([*args, "--output", str(tmp_path / "cut"), "--resume", "--data-option", "seed=1"]) == 2
-    assert "'data_options' differs" in capsys.readouterr().err
+    assert "(data option seed: saved 0, given 1)" in capsys.readouterr().err
     assert main([*args, "--output", str(tmp_path / "cut"), "--resume"]) == 0
     a = load_file(tmp_path / "straight" / ".resume" / "model.safetensors")
     b = load_file(tmp_path / "cut" / ".resume" / "model.safetensors")

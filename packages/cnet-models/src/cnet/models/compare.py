@@ -30,12 +30,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cnet.core.checkpoint import atomic_write
+from cnet.models.shortcut.match import TOLERANCE as MATCH_TOLERANCE
 
 if TYPE_CHECKING:
     from cnet.models.train import TrainConfig
 
 __all__ = ["compare", "steps_to_target", "crossing_step", "fraction_targets", "target_rows", "format_table",
-           "configure_compare", "run_compare", "DEFAULT_FRACTIONS"]
+           "configure_compare", "run_compare", "record_warnings", "DEFAULT_FRACTIONS", "MATCH_TOLERANCE"]
 
 DEFAULT_FRACTIONS = (0.25, 0.5, 1.0)
 
@@ -155,16 +156,19 @@ def _plot(path: Path, names: tuple[str, str], curves, unit: str, targets: list[f
     plt.close(fig)
 
 
-def _matched_overrides(model_a, model_b, own_b: dict) -> dict:
+def _matched_overrides(model_a, model_b, own_b: dict, tolerance: float) -> dict:
     """``own_b`` plus the ``ffn_dim`` that matches B's parameter count to A's (quantum-shortcut pairs)."""
     from cnet.models.shortcut import match
 
     if "ffn_dim" in own_b:
         raise ValueError("compare: --match sets model B's ffn_dim; do not also give it (--set-b ffn_dim=...)")
     try:
-        matched = match(model_a.config, model_b.config)
+        matched = match(model_a.config, model_b.config, tolerance=tolerance)
     except ValueError as exc:
-        raise ValueError(f"compare: --match: {exc}") from None
+        text = str(exc)
+        if text.endswith("or the tolerance"):  # name the option that sets it here
+            text += f" (--match-tolerance, now {tolerance:g})"
+        raise ValueError(f"compare: --match: {text}") from None
     if type(matched) is not type(model_b.config):
         raise ValueError("compare: --match widens the real twin, which must be model B (e.g. h-mamba mamba)")
     return {**own_b, "ffn_dim": matched.ffn_dim}
@@ -173,7 +177,8 @@ def _matched_overrides(model_a, model_b, own_b: dict) -> dict:
 def compare(model_a: str, model_b: str, dataset: str, output: str | Path, *, train_config: TrainConfig,
             overrides: dict | None = None, overrides_a: dict | None = None, overrides_b: dict | None = None,
             targets: list[float] | None = None, target_fractions=DEFAULT_FRACTIONS, match: bool = False,
-            data_path: str | None = None, progress: bool = True, overwrite: bool = False) -> dict:
+            match_tolerance: float = MATCH_TOLERANCE, data_path: str | None = None, progress: bool = True,
+            overwrite: bool = False) -> dict:
     """Train ``model_a`` and ``model_b`` under one protocol and compare their steps to each target loss.
 
     Both runs share the loaded corpus, the :class:`TrainConfig` (so data order, batch, schedule and seed), and
@@ -190,21 +195,40 @@ def compare(model_a: str, model_b: str, dataset: str, output: str | Path, *, tra
         target_fractions: fractions of the run for the default targets (numbers in ``(0, 1]``).
         match: set B's ``ffn_dim`` so its parameter count matches A's within 0.02%
             (:func:`cnet.models.shortcut.match`; the pairs h-mamba/mamba and h-transformer/transformer).
-        data_path, progress, overwrite: as :func:`cnet.models.train.train`.
+        match_tolerance: the largest relative parameter gap ``match`` accepts, in ``(0, 1)`` (default 0.0002,
+            i.e. 0.02%; ``--match-tolerance``); small models may need a larger one.
+        data_path, progress: as :func:`cnet.models.train.train`.
+        overwrite: allow ``output`` to hold an earlier comparison, which is replaced: once every check has passed
+            and before training starts, its ``compare.json`` and ``compare.png`` are removed (they describe the
+            earlier checkpoints), and ``a/`` and ``b/`` are retrained.
 
     Returns:
         The record written to ``compare.json``: ``model_a``, ``model_b``, ``dataset``, ``unit``, ``protocol``, the
         overrides, ``parameters`` (per model: ``real_scalars``, ``complex_parameters``, ``complex_share``),
         ``parameter_gap`` (``|n_a - n_b| / max``), ``best_val_loss``, ``train_ms_per_step``, ``wall_s``, ``curves``
-        (``[[step, val_loss], ...]`` per model), ``target_rule`` and ``targets`` (rows of :func:`target_rows`).
+        (``[[step, val_loss], ...]`` per model), ``steps_run`` (the steps each model took: fewer than
+        ``protocol.steps`` when the time cap ``max_minutes`` stopped it), ``warnings`` (the lines
+        :func:`format_table` prints: a parameter gap over 1%, runs stopped at different steps), ``target_rule``
+        and ``targets`` (rows of :func:`target_rows`).
 
     Raises:
         As :func:`cnet.models.train.train`; ValueError for targets that are not finite losses >= 0, an empty list,
-        fractions outside ``(0, 1]``, a pair ``match`` cannot match, or a split shorter than one window.
+        fractions outside ``(0, 1]``, a pair ``match`` cannot match, a ``match_tolerance`` outside ``(0, 1)``, a
+        task dataset (compare trains next-token language models only), an ``output`` holding an earlier
+        comparison without ``overwrite``, or a split shorter than one window.
     """
-    from cnet.models.corpus import load_corpus
+    from cnet.models.corpus import check_window, load_corpus
+    from cnet.models.tasks import task_spec
     from cnet.models.train import build_language_model, train
 
+    if task_spec(dataset) is not None:
+        raise ValueError(f"compare: dataset {dataset!r} is a task dataset; compare takes causal next-token language "
+                         "models on text or byte datasets only (e.g. tiny_shakespeare, pg19, text_bytes); train task "
+                         "models with `cnet train`")
+    if isinstance(match_tolerance, bool) or not isinstance(match_tolerance, (int, float)) \
+            or not 0 < match_tolerance < 1:
+        raise ValueError(f"compare: 'match_tolerance' (--match-tolerance) must be a number in (0, 1), got "
+                         f"{match_tolerance!r}")
     if targets is not None:
         targets = _check_targets(targets)
     target_fractions = _check_fractions(target_fractions)
@@ -216,19 +240,23 @@ def compare(model_a: str, model_b: str, dataset: str, output: str | Path, *, tra
         if (output / tag / "config.json").exists() and not overwrite:
             raise ValueError(f"compare: {output / tag} already holds a checkpoint; choose another --output or pass "
                              "--overwrite")
+    if (output / "compare.json").exists() and not overwrite:
+        raise ValueError(f"compare: {output} already holds a comparison (compare.json); choose another --output or "
+                         "pass --overwrite")
     built = [build_language_model(name, {**(overrides or {}), **own, "vocab_size": len(corpus.vocab)})
              for name, own in ((model_a, overrides_a), (model_b, overrides_b))]
     if match:
-        overrides_b = _matched_overrides(*built, overrides_b)
+        overrides_b = _matched_overrides(*built, overrides_b, match_tolerance)
         built[1] = build_language_model(model_b, {**(overrides or {}), **overrides_b, "vocab_size": len(corpus.vocab)})
     counts = [m.num_parameters()["real_scalars"] for m in built]
     for name, m in zip((model_a, model_b), built, strict=True):
         for split, stream in (("train", corpus.train), ("validation", corpus.validation)):
-            if stream.numel() <= m.config.context:
-                raise ValueError(f"compare: the {split} split of {dataset!r} holds {stream.numel()} tokens, fewer "
-                                 f"than one window of {name}'s context {m.config.context} + 1; use a shorter "
-                                 "context (--set context=...) or a larger corpus")
+            check_window(stream, m.config.context, dataset=dataset, split=split, model=name, where="compare")
     del built
+    # Every check passed: the record and plot of an earlier comparison (--overwrite) would describe checkpoints
+    # about to be replaced, and an interrupted run must not leave them beside the new ones.
+    for stale in ("compare.json", "compare.png"):
+        (output / stale).unlink(missing_ok=True)
     gap = abs(counts[0] - counts[1]) / max(counts)
     summaries, curves = [], []
     for tag, name, own in (("a", model_a, overrides_a), ("b", model_b, overrides_b)):
@@ -249,11 +277,29 @@ def compare(model_a: str, model_b: str, dataset: str, output: str | Path, *, tra
               "best_val_loss": {k: s["best_val_loss"] for k, s in pair.items()},
               "train_ms_per_step": {k: s["train_ms_per_step"] for k, s in pair.items()},
               "wall_s": {k: s["wall_s"] for k, s in pair.items()},
-              "curves": {"a": curves[0], "b": curves[1]}, "target_rule": rule,
+              "curves": {"a": curves[0], "b": curves[1]},
+              "steps_run": {k: s["steps"] for k, s in pair.items()}, "target_rule": rule,
               "targets": target_rows(curves[0], curves[1], targets)}
+    record["warnings"] = record_warnings(record)
     atomic_write(output / "compare.json", json.dumps(record, indent=2) + "\n")
     _plot(output / "compare.png", (model_a, model_b), curves, unit, targets)
     return record
+
+
+def record_warnings(record: dict) -> list[str]:
+    """Why a :func:`compare` record may not be like for like: a parameter gap over 1%, or the two runs stopped at
+    different steps (the time cap ``max_minutes`` cut one short), each a ``warning: ...`` line."""
+    out = []
+    if record["parameter_gap"] > 0.01:
+        out.append(f"warning: the two models' parameter counts differ by {100 * record['parameter_gap']:.1f}%; "
+                   "match them (--match, or --set-a / --set-b widths) for a like-for-like comparison")
+    ran = record.get("steps_run")
+    if ran and ran["a"] != ran["b"]:
+        out.append(f"warning: the protocols diverged: A ({record['model_a']}) ran {ran['a']} steps, B "
+                   f"({record['model_b']}) ran {ran['b']} (the time cap max_minutes stopped them at different steps; "
+                   "protocol steps {}); targets and ratios compare runs of unequal length".format(
+                       record["protocol"]["steps"]))
+    return out
 
 
 def format_table(record: dict) -> str:
@@ -263,10 +309,7 @@ def format_table(record: dict) -> str:
     brackets) and the ratio A/B.
     """
     a, b = record["model_a"], record["model_b"]
-    lines = []
-    if record["parameter_gap"] > 0.01:
-        lines.append(f"warning: the two models' parameter counts differ by {100 * record['parameter_gap']:.1f}%; "
-                     "match them (--match, or --set-a / --set-b widths) for a like-for-like comparison")
+    lines = list(record_warnings(record))
     lines.append(f"targets: {record['target_rule']}")
     unit = record["unit"].split("/")[0]
     lines.append(f"{'target ' + unit:>12}  {'bits':>6}  {'A: ' + a:>20}  {'B: ' + b:>20}  {'ratio A/B':>9}")
@@ -306,13 +349,18 @@ def configure_compare(p) -> None:
     p.add_argument("--match", action="store_true",
                    help="set B's ffn_dim so its parameter count matches A's within 0.02%% (h-mamba mamba, "
                         "h-transformer transformer)")
+    p.add_argument("--match-tolerance", type=float, default=None, metavar="FRACTION",
+                   help="with --match: the largest relative parameter gap accepted, in (0, 1) (default 0.0002, "
+                        "i.e. 0.02%%); small models whose one unit of ffn_dim is a coarser step need a larger one")
     p.add_argument("--targets", help="comma-separated validation losses in nats per token (the loss unit of "
                                      "metrics.jsonl); default: read off B's curve, see --target-fractions")
     p.add_argument("--target-fractions", default=",".join(str(f) for f in DEFAULT_FRACTIONS),
                    help="without --targets: the targets are B's best validation loss by these fractions of its "
                         "run (comma-separated, in (0, 1]; default %(default)s), so no loss scale has to be known; "
                         "B reaches each by about that fraction of the run and the ratio says how much sooner A does")
-    p.add_argument("--overwrite", action="store_true", help="replace checkpoints already in the output")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an earlier comparison in the output (its compare.json and compare.png are removed "
+                        "once the arguments have been checked, then a/ and b/ are retrained)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
@@ -332,11 +380,16 @@ def run_compare(args) -> int:
         raise ValueError("--set-a / --set-b take model fields only; training fields go in --set (shared protocol)")
     if args.steps is not None:
         train_over["steps"] = args.steps
+    if args.match_tolerance is not None and not args.match:
+        raise ValueError(f"--match-tolerance {args.match_tolerance:g} applies with --match only; add --match or "
+                         "leave it out")
     targets = _numbers("--targets", args.targets) if args.targets else None
     fractions = _numbers("--target-fractions", args.target_fractions)
     record = compare(args.model_a, args.model_b, args.dataset, args.output, train_config=TrainConfig(**train_over),
                      overrides=shared_a, overrides_a=own_a, overrides_b=own_b, targets=targets,
-                     target_fractions=fractions, match=args.match, data_path=args.data_path,
+                     target_fractions=fractions, match=args.match,
+                     match_tolerance=MATCH_TOLERANCE if args.match_tolerance is None else args.match_tolerance,
+                     data_path=args.data_path,
                      progress=not args.quiet, overwrite=args.overwrite)
     for tag, name in (("a", args.model_a), ("b", args.model_b)):
         p = record["parameters"][tag]

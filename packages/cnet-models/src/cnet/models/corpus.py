@@ -13,7 +13,7 @@ import torch
 
 from cnet.data import ByteVocab, CharVocab, Vocab, load
 
-__all__ = ["Corpus", "load_corpus", "encode_split", "split_text"]
+__all__ = ["Corpus", "load_corpus", "encode_split", "split_text", "check_window"]
 
 
 @dataclass
@@ -37,10 +37,26 @@ def split_text(dataset, name: str, split: str) -> str | bytes:
         data = b"".join(dataset["bytes"])
     else:
         raise ValueError(f"dataset {name!r} split {split!r} has neither a 'text' nor a 'bytes' column "
-                         f"(columns: {dataset.column_names}); language models need one of them")
+                         f"(columns: {dataset.column_names}); next-token language models (cnet train, cnet compare, "
+                         "cnet eval) need a text or byte dataset")
     if not data:
         raise ValueError(f"dataset {name!r} split {split!r} is empty")
     return data
+
+
+def check_window(stream: torch.Tensor, context: int, *, dataset: str, split: str, model: str | None = None,
+                 where: str = "train") -> None:
+    """Refuse a split too short for one training window of ``context + 1`` tokens.
+
+    Raises:
+        ValueError: ``stream`` holds ``context`` tokens or fewer; the message names the split, the dataset, the
+            model (when given) and the fix (``--set context=...``).
+    """
+    if stream.numel() <= context:
+        whose = f"{model}'s " if model else "the model's "
+        raise ValueError(f"{where}: the {split} split of {dataset!r} holds {stream.numel()} tokens, fewer than one "
+                         f"window of {whose}context {context} + 1; use a shorter context (--set context=...) or a "
+                         "larger corpus")
 
 
 def encode_split(vocab: Vocab, data: str | bytes) -> torch.Tensor:

@@ -19,7 +19,7 @@ from safetensors.torch import save as st_save
 
 from cnet.core.checkpoint import atomic_write, load_folder, read_sidecar, save_folder
 
-__all__ = ["RESUME_DIR", "ResumeState", "save_resume", "load_resume"]
+__all__ = ["RESUME_DIR", "ResumeState", "save_resume", "load_resume", "settings_differences"]
 
 RESUME_DIR = ".resume"
 
@@ -93,3 +93,31 @@ def load_resume(output: Path, rank: int) -> ResumeState:
     loop.pop("cnet_version", None)
     return ResumeState(loop, ckpt.state_dict, _unflatten_optimizer(opt_tensors, groups), gen_state)
 
+
+_MISSING = object()
+
+
+def settings_differences(saved: dict, given: dict) -> list[str]:
+    """The settings of a run that differ from a saved run's, one ``"name: saved X, given Y"`` text each.
+
+    ``saved`` and ``given`` map a setting (``model``, ``dataset``, ``model_config``, ``train_config``,
+    ``data_options``) to its value; the fields of a dict-valued setting are compared one by one and named alone
+    (``"steps: saved 120, given 200"``), the data options as ``"data option delay: ..."``. A field only one side
+    has shows as ``unset`` on the other.
+    """
+    out = []
+    for key in given:
+        old, new = saved.get(key, _MISSING), given[key]
+        if isinstance(old, dict) and isinstance(new, dict):
+            prefix = "data option " if key == "data_options" else ""
+            for field in [*old, *(f for f in new if f not in old)]:
+                a, b = old.get(field, _MISSING), new.get(field, _MISSING)
+                if a != b:
+                    out.append(f"{prefix}{field}: saved {_show(a)}, given {_show(b)}")
+        elif old != new:
+            out.append(f"{key}: saved {_show(old)}, given {_show(new)}")
+    return out
+
+
+def _show(value) -> str:
+    return "unset" if value is _MISSING else repr(value) if isinstance(value, str) else str(value)

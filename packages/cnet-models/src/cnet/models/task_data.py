@@ -24,6 +24,7 @@ def data_options(spec: TaskSpec, options: dict | None, *, seed: int, path: str |
 
     Raises:
         ValueError: ``num_examples`` given for a generated dataset (the app sets it), or a ``path`` for one.
+            (An option the loader does not take is refused by :func:`cnet.data.load`, naming the valid ones.)
     """
     out = dict(options or {})
     if spec.generated:

@@ -42,9 +42,9 @@ from tqdm.auto import tqdm
 from cnet.core.checkpoint import atomic_write
 from cnet.data import ByteVocab
 from cnet.models.base import LanguageModel
-from cnet.models.corpus import Corpus, load_corpus
+from cnet.models.corpus import Corpus, check_window, load_corpus
 from cnet.models.registry import create, save
-from cnet.models.resume import load_resume, save_resume
+from cnet.models.resume import load_resume, save_resume, settings_differences
 from cnet.models.task_data import TrainBatches, data_options, load_held_out
 from cnet.models.tasks import TaskSpec, batch_accuracy, build_task_model, task_spec, task_sums
 
@@ -79,10 +79,14 @@ class TrainConfig:
         for name in ("steps", "batch_size", "eval_every", "eval_windows"):
             if getattr(self, name) < 1:
                 raise ValueError(f"train: '{name}' must be >= 1, got {getattr(self, name)}")
-        if self.lr <= 0 or not 0 <= self.min_lr_ratio <= 1 or self.warmup_steps < 0:
-            raise ValueError("train: need lr > 0, 0 <= min_lr_ratio <= 1 and warmup_steps >= 0")
-        if self.grad_clip < 0 or self.max_minutes < 0 or self.weight_decay < 0:
-            raise ValueError("train: grad_clip, max_minutes and weight_decay must be >= 0 (0 turns the first two off)")
+        if not self.lr > 0:
+            raise ValueError(f"train: 'lr' must be > 0, got {self.lr}")
+        if not 0 <= self.min_lr_ratio <= 1:
+            raise ValueError(f"train: 'min_lr_ratio' must be in [0, 1], got {self.min_lr_ratio}")
+        for name, note in (("warmup_steps", ""), ("weight_decay", ""), ("grad_clip", " (0 turns clipping off)"),
+                           ("max_minutes", " (0: no time cap)")):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"train: '{name}' must be >= 0{note}, got {getattr(self, name)}")
         if self.matmul_precision not in ("highest", "high", "medium"):
             raise ValueError(f"train: 'matmul_precision' must be highest, high or medium, "
                              f"got {self.matmul_precision!r}")
@@ -216,6 +220,8 @@ class _LanguageRun:
                              f"({len(corpus.vocab)} symbols); leave it unset")
         self.corpus, self.cfg = corpus, cfg
         self.model = build_language_model(model_name, {**overrides, "vocab_size": len(corpus.vocab)})
+        for split, stream in (("train", corpus.train), ("validation", corpus.validation)):
+            check_window(stream, self.model.config.context, dataset=dataset, split=split)
         self.val_windows = evaluate_windows(corpus.validation, self.model.config.context, cfg.eval_windows)
         self.sidecars = {"vocab.json": corpus.vocab.to_json(),
                          "training.json": {"dataset": dataset, "train_config": dataclasses.asdict(cfg)}}
@@ -328,6 +334,9 @@ def train(model_name: str, dataset: str, output: str | Path, *, model_overrides:
     output = Path(output)
     if output.exists() and not output.is_dir():
         raise ValueError(f"train: 'output' {output} exists and is not a folder")
+    if resume and overwrite:
+        raise ValueError("train: 'resume' and 'overwrite' exclude each other: --resume continues the run saved in "
+                         f"{output}, --overwrite replaces it with a new run; give one")
     if (output / "config.json").exists() and not (overwrite or resume):
         raise ValueError(f"train: 'output' {output} already holds a checkpoint; choose another folder or pass "
                          "--overwrite to replace it")
@@ -366,10 +375,11 @@ def _train(model_name, dataset, output, overrides, cfg, data_path, corpus, optio
     best, best_step, history, step, eval_time, elapsed = float("inf"), 0, [], 0, 0.0, 0.0
     if resume:
         saved = load_resume(output, accelerator.process_index)
-        for key, value in settings.items():
-            if saved.loop.get(key) != value:
-                raise ValueError(f"train: cannot resume {output}: '{key}' differs from the saved run "
-                                 f"(saved {saved.loop.get(key)!r}, now {value!r})")
+        diffs = settings_differences({k: saved.loop.get(k) for k in settings}, settings)
+        if diffs:
+            raise ValueError(f"train: cannot resume {output}: the settings differ from the saved run's "
+                             f"({'; '.join(diffs)}); resume with the saved settings, or start a new run in "
+                             "another --output")
         accelerator.unwrap_model(model).load_state_dict(saved.model_state)
         optimizer.load_state_dict(saved.optimizer_state)
         gen.set_state(saved.generator_state)
