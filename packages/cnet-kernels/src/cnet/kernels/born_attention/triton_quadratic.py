@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import torch
 
-from cnet.core.ops.reference.attention import _check_inputs, _decay_rates
+from cnet.core.ops.reference.attention import check_attention_inputs, decay_rates
 from cnet.kernels.triton_support import triton_problem
 
 __all__ = ["born_attention_triton", "supports_triton", "PRECISION", "PRECISIONS", "MAX_HEAD_DIM"]
@@ -49,12 +49,12 @@ LOG2_DECAY_FLOOR = -256.0
 def _validate(where: str, q, k, v, causal, eps, decay) -> torch.Tensor | None:
     """Raise what the reference raises for these arguments, then what only this backend refuses; return the
     decay rates ``r[H]`` (float32 on the inputs' device) or ``None``."""
-    _check_inputs(where, q, k, v, eps)
+    check_attention_inputs(where, q, k, v, eps)
     if not isinstance(causal, bool):
         raise TypeError(f"{where}: argument 'causal' must be a bool, got {type(causal).__name__}")
     if decay is not None and not causal:
         raise ValueError(f"{where}: argument 'decay' needs causal=True (the decay runs over past tokens)")
-    gamma = _decay_rates(where, decay, q.shape[1], q)
+    gamma = decay_rates(where, decay, q.shape[1], q)
     if q.dtype != torch.complex64:
         raise TypeError(f"{where}: the triton backend takes complex64 inputs only, got {q.dtype}")
     if 0 in q.shape or 0 in v.shape:

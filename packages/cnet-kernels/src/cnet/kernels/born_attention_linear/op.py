@@ -46,7 +46,7 @@ import os
 import torch
 import triton
 
-from cnet.core.ops.reference.attention import _check_inputs, _decay_rates
+from cnet.core.ops.reference.attention import check_attention_inputs, decay_rates
 from cnet.kernels.born_attention_linear import kernels
 from cnet.kernels.triton_support import interpreting, resolved, triton_problem
 
@@ -84,7 +84,7 @@ def _validate(q, k, v, eps, decay, chunk, initial_state, return_state) -> torch.
         TypeError, ValueError: as :func:`cnet.core.ops.reference.born_attention_linear`; and for what this backend
             does not implement (the message says so): TypeError for a dtype other than complex64, ValueError else.
     """
-    _check_inputs(WHERE, q, k, v, eps)
+    check_attention_inputs(WHERE, q, k, v, eps)
     if isinstance(chunk, bool) or not isinstance(chunk, int):
         raise TypeError(f"{WHERE}: argument 'chunk' must be an int, got {type(chunk).__name__}")
     if chunk < 1:
@@ -93,7 +93,7 @@ def _validate(q, k, v, eps, decay, chunk, initial_state, return_state) -> torch.
         raise ValueError(f"{WHERE}: T={q.shape[-2]} is not a multiple of chunk={chunk}")
     if not isinstance(return_state, bool):
         raise TypeError(f"{WHERE}: argument 'return_state' must be a bool, got {type(return_state).__name__}")
-    gamma = _decay_rates(WHERE, decay, q.shape[1], q)
+    gamma = decay_rates(WHERE, decay, q.shape[1], q)
     unsupported = "is not implemented by the triton backend (cnet.core.ops.born_attention_linear runs the reference)"
     if initial_state is not None:
         raise ValueError(f"{WHERE}: argument 'initial_state' {unsupported}")

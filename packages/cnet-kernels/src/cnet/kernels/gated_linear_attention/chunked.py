@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 import triton
 
-from cnet.core.ops.reference.attention import _check_inputs
+from cnet.core.ops.reference.attention import check_attention_inputs
 from cnet.core.ops.reference.gla import _check_gate_and_state
 from cnet.kernels.gated_linear_attention.kernels import (
     gla_bwd_dkv_kernel,
@@ -136,7 +136,7 @@ def _validate(where: str, q, k, v, g, initial_state, return_state) -> None:
     """Raise what the reference raises for these arguments (its checks and messages), then what only this backend
     refuses: dtype problems as ``TypeError``, shape, size and device problems as ``ValueError``; only the head-width
     limit depends on the device (``CUDA_MAX_D`` on CUDA)."""
-    _check_inputs(where, q, k, v)
+    check_attention_inputs(where, q, k, v)
     if q.shape[-2] == 0:
         raise ValueError(f"{where}: the inputs have no tokens (T=0), q={tuple(q.shape)}")
     if not isinstance(return_state, bool):

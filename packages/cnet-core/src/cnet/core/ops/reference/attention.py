@@ -12,7 +12,7 @@ import torch
 
 from cnet.core.validation import require_complex, require_rank, require_same_shape
 
-__all__ = ["born_attention", "EXAMPLES"]
+__all__ = ["born_attention", "check_attention_inputs", "decay_rates", "EXAMPLES"]
 
 
 def _future(t: int, device) -> torch.Tensor:
@@ -20,9 +20,10 @@ def _future(t: int, device) -> torch.Tensor:
     return torch.ones(t, t, dtype=torch.bool, device=device).triu(1)
 
 
-def _check_inputs(where: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, eps=0.0,
-                  layout: str = "c[B, H, T, D]") -> None:
-    """The argument checks shared by the attention-like ops (see :func:`born_attention` for the errors).
+def check_attention_inputs(where: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, eps=0.0,
+                           layout: str = "c[B, H, T, D]") -> None:
+    """The argument checks shared by the attention-like ops and their backends (see :func:`born_attention` for the
+    errors they raise: TypeError for dtypes, ValueError for ranks, shapes and ``eps``).
 
     ``layout`` names the expected dims (``"c[B, H, D]"`` for one token); ``v`` may differ from ``q`` in the last.
     """
@@ -39,7 +40,7 @@ def _check_inputs(where: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         raise ValueError(f"{where}: argument 'eps' must be a finite number >= 0, got {eps!r}")
 
 
-def _decay_rates(where: str, decay, heads: int, like: torch.Tensor) -> torch.Tensor | None:
+def decay_rates(where: str, decay, heads: int, like: torch.Tensor) -> torch.Tensor | None:
     """``decay`` (None, a number, or ``r[H]``) as ``r[H]`` in ``like``'s real dtype and device, validated.
 
     Raises:
@@ -168,12 +169,12 @@ def born_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
     Source: CNet paper section 11 and Figure 2; CNet README (``setDecay``, ``-born_decay``);
     papers/NOTES.md "Born attention (CNet)".
     """
-    _check_inputs("born_attention", q, k, v, eps)
+    check_attention_inputs("born_attention", q, k, v, eps)
     if not isinstance(causal, bool):
         raise TypeError(f"born_attention: argument 'causal' must be a bool, got {type(causal).__name__}")
     if decay is not None and not causal:
         raise ValueError("born_attention: argument 'decay' needs causal=True (the decay runs over past tokens)")
-    gamma = _decay_rates("born_attention", decay, q.shape[1], q)
+    gamma = decay_rates("born_attention", decay, q.shape[1], q)
     return _BornAttention.apply(q, k, v, causal, float(eps), gamma)
 
 

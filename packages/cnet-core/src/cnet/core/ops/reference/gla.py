@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from cnet.core.ops.reference.attention import _check_inputs
+from cnet.core.ops.reference.attention import check_attention_inputs
 from cnet.core.validation import require_complex
 
 __all__ = ["gated_linear_attention", "gated_linear_attention_step", "EXAMPLES"]
@@ -143,7 +143,7 @@ def gated_linear_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g:
     logits, "the current token is never gated", same inner-product convention as BornAttention).
     """
     where = "gated_linear_attention"
-    _check_inputs(where, q, k, v)
+    check_attention_inputs(where, q, k, v)
     if q.shape[-2] == 0:
         raise ValueError(f"{where}: the inputs have no tokens (T=0), q={tuple(q.shape)}")
     if not isinstance(return_state, bool):
@@ -176,7 +176,7 @@ def gated_linear_attention_step(q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
     Source: CNet README (GatedLinearAttention step mode, streaming decoder).
     """
     where = "gated_linear_attention_step"
-    _check_inputs(where, q, k, v, layout="c[B, H, D]")
+    check_attention_inputs(where, q, k, v, layout="c[B, H, D]")
     s = _check_gate_and_state(where, g, state, "state", q, v)
     s = torch.sigmoid(g)[..., None, None] * s + k.conj()[..., :, None] * v[..., None, :]
     return (q[..., None, :] @ s)[..., 0, :], s

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import torch
 
-from cnet.core.ops.reference.attention import _check_inputs, _decay_matrix, _decay_rates
+from cnet.core.ops.reference.attention import _decay_matrix, check_attention_inputs, decay_rates
 
 __all__ = ["born_attention_linear", "born_attention_step", "BornAttentionState", "EXAMPLES"]
 
@@ -235,7 +235,7 @@ def born_attention_linear(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, eps
     papers/NOTES.md "Born attention (CNet)".
     """
     where = "born_attention_linear"
-    _check_inputs(where, q, k, v, eps)
+    check_attention_inputs(where, q, k, v, eps)
     if isinstance(chunk, bool) or not isinstance(chunk, int):
         raise TypeError(f"{where}: argument 'chunk' must be an int, got {type(chunk).__name__}")
     if chunk < 1:
@@ -245,7 +245,7 @@ def born_attention_linear(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, eps
         raise ValueError(f"{where}: T={t} is not a multiple of chunk={chunk}; pad the sequence or pick a divisor")
     if not isinstance(return_state, bool):
         raise TypeError(f"{where}: argument 'return_state' must be a bool, got {type(return_state).__name__}")
-    gamma = _decay_rates(where, decay, q.shape[1], q)
+    gamma = decay_rates(where, decay, q.shape[1], q)
     if gamma is None:
         gamma = q.real.new_ones(q.shape[1])
     state = _zero_state(q, v) if initial_state is None else _check_state(where, "initial_state", initial_state, q, v)
@@ -280,8 +280,8 @@ def born_attention_step(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, state
     Source: CNet README (streaming decoder, ``impl/stepnet.h``, ``setStepMode``).
     """
     where = "born_attention_step"
-    _check_inputs(where, q, k, v, eps, layout="c[B, H, D]")
-    gamma = _decay_rates(where, decay, q.shape[1], q)
+    check_attention_inputs(where, q, k, v, eps, layout="c[B, H, D]")
+    gamma = decay_rates(where, decay, q.shape[1], q)
     s, z = _zero_state(q, v) if state is None else _check_state(where, "state", state, q, v)
     add_s, add_z = _absorb(k[:, :, None], v[:, :, None], 1.0)
     if gamma is not None:
