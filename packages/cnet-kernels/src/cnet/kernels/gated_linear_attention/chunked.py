@@ -16,7 +16,7 @@ import torch
 import triton
 
 from cnet.core.ops.reference.attention import check_attention_inputs
-from cnet.core.ops.reference.gla import _check_gate_and_state
+from cnet.core.ops.reference.gla import check_gate_and_state, check_gate_logits
 from cnet.kernels.gated_linear_attention.kernels import (
     gla_bwd_dkv_kernel,
     gla_bwd_dq_kernel,
@@ -142,15 +142,9 @@ def _validate(where: str, q, k, v, g, initial_state, return_state) -> None:
     if not isinstance(return_state, bool):
         raise TypeError(f"{where}: argument 'return_state' must be a bool, got {type(return_state).__name__}")
     if initial_state is not None:  # the reference's own checks (it allocates a zero state when there is none)
-        _check_gate_and_state(where, g, initial_state, "initial_state", q, v)
-    elif not isinstance(g, torch.Tensor) or not g.is_floating_point():
-        got = g.dtype if isinstance(g, torch.Tensor) else type(g).__name__
-        raise TypeError(f"{where}: argument 'g' must be a real floating tensor of gate logits, got {got}")
-    elif g.shape != q.shape[:-1]:
-        raise ValueError(f"{where}: argument 'g' must be r{list(q.shape[:-1])} (q's shape without D), "
-                         f"got {tuple(g.shape)}")
-    elif g.dtype != q.real.dtype:
-        raise TypeError(f"{where}: argument 'g' must have dtype {q.real.dtype} to match {q.dtype}, got {g.dtype}")
+        check_gate_and_state(where, g, initial_state, "initial_state", q, v)
+    else:
+        check_gate_logits(where, g, q)
     if q.dtype != torch.complex64:
         raise TypeError(f"{where}: the triton backend takes complex64 q, k, v (and float32 g) only, got {q.dtype}")
     if q.numel() == 0 or v.numel() == 0:

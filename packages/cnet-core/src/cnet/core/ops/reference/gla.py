@@ -21,7 +21,8 @@ import torch.nn.functional as F
 from cnet.core.ops.reference.attention import check_attention_inputs
 from cnet.core.validation import require_complex
 
-__all__ = ["gated_linear_attention", "gated_linear_attention_step", "EXAMPLES"]
+__all__ = ["gated_linear_attention", "gated_linear_attention_step", "check_gate_logits", "check_gate_and_state",
+           "EXAMPLES"]
 
 
 def _segment_sums(x: torch.Tensor) -> torch.Tensor:
@@ -85,8 +86,14 @@ class _GatedLinearAttention(torch.autograd.Function):
         return grad_q, grad_k, grad_v, grad_g, grad_s0
 
 
-def _check_gate_and_state(where: str, g, state, name: str, q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """Validate the gate logits (``q``'s shape without ``D``, real) and the state; return the state (0 if None)."""
+def check_gate_logits(where: str, g, q: torch.Tensor) -> None:
+    """Validate gate logits against queries ``q`` ``c[B, H, T, D]`` (or ``c[B, H, D]`` for one token): ``g`` must be
+    a real floating tensor of ``q``'s shape without ``D``, in ``q``'s real dtype.
+
+    Raises:
+        TypeError: ``g`` is not a real floating tensor, or its dtype is not ``q``'s real dtype.
+        ValueError: ``g`` has the wrong shape (the message gives the expected one).
+    """
     real = q.real.dtype
     if not isinstance(g, torch.Tensor) or not g.is_floating_point():
         got = g.dtype if isinstance(g, torch.Tensor) else type(g).__name__
@@ -96,6 +103,12 @@ def _check_gate_and_state(where: str, g, state, name: str, q: torch.Tensor, v: t
                          f"got {tuple(g.shape)}")
     if g.dtype != real:
         raise TypeError(f"{where}: argument 'g' must have dtype {real} to match {q.dtype}, got {g.dtype}")
+
+
+def check_gate_and_state(where: str, g, state, name: str, q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Validate the gate logits (:func:`check_gate_logits`) and the state ``c[B, H, D, Dv]`` named ``name``; return
+    the state (zeros when ``None``). Raises TypeError / ValueError naming the argument."""
+    check_gate_logits(where, g, q)
     shape = (q.shape[0], q.shape[1], q.shape[-1], v.shape[-1])
     if state is None:
         return q.new_zeros(shape)
@@ -148,7 +161,7 @@ def gated_linear_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g:
         raise ValueError(f"{where}: the inputs have no tokens (T=0), q={tuple(q.shape)}")
     if not isinstance(return_state, bool):
         raise TypeError(f"{where}: argument 'return_state' must be a bool, got {type(return_state).__name__}")
-    s0 = _check_gate_and_state(where, g, initial_state, "initial_state", q, v)
+    s0 = check_gate_and_state(where, g, initial_state, "initial_state", q, v)
     out, state = _GatedLinearAttention.apply(q, k, v, g, s0)
     return (out, state) if return_state else out
 
@@ -177,7 +190,7 @@ def gated_linear_attention_step(q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
     """
     where = "gated_linear_attention_step"
     check_attention_inputs(where, q, k, v, layout="c[B, H, D]")
-    s = _check_gate_and_state(where, g, state, "state", q, v)
+    s = check_gate_and_state(where, g, state, "state", q, v)
     s = torch.sigmoid(g)[..., None, None] * s + k.conj()[..., :, None] * v[..., None, :]
     return (q[..., None, :] @ s)[..., 0, :], s
 
