@@ -56,7 +56,7 @@ def step_ms(mixer: str, backend: str | None, tf32: bool, steps: int, chunk: int,
                 times.append(start.elapsed_time(end))
     times.sort()
     return {"ms": times[len(times) // 2], "peak_gib": torch.cuda.max_memory_allocated() / 2**30,
-            "loss": float(loss)}
+            "loss": loss.item()}
 
 
 def main() -> None:

